@@ -1,0 +1,50 @@
+"""The built-in arenas, registered through the ``register_arenas`` hook like any third-party plugin.
+
+Each factory takes the arena's parameters as keyword arguments (pyspiel game parameters such as ``players``; for
+rock-paper-scissors ``rounds``) and returns a fresh PettingZoo env, so a run config can tweak a game without code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from arena.arenas.openspiel_arenas import OpenSpielArena
+from arena.arenas.rps import RockPaperScissorsEnv
+from arena.core.markers import hookimpl
+
+OPENSPIEL_GAMES: dict[str, str] = {
+    "kuhn_poker": "Kuhn poker: three-card poker with one betting round (2+ players).",
+    "leduc_poker": "Leduc poker: six-card poker with a public card and two betting rounds (2+ players).",
+    "tic_tac_toe": "Tic-tac-toe on a 3x3 board (2 players).",
+    "connect_four": "Connect four on a 6x7 board (2 players).",
+    "liars_dice": "Liar's dice: bid on everyone's hidden dice or call liar (2 players, 1 die each by default).",
+}
+
+
+def openspiel_factory(game_name: str) -> Callable[..., OpenSpielArena]:
+    """A factory whose keyword arguments become the pyspiel game parameters."""
+
+    def factory(**kwargs: Any) -> OpenSpielArena:
+        return OpenSpielArena(game_name, config=kwargs or None)
+
+    factory.__name__ = f"make_{game_name}"
+    factory.__doc__ = f"Create the OpenSpiel arena {game_name!r}; keyword arguments are pyspiel game parameters."
+    return factory
+
+
+def make_rock_paper_scissors(rounds: int = 5) -> RockPaperScissorsEnv:
+    """Create iterated rock-paper-scissors (a ParallelEnv) over ``rounds`` rounds."""
+    return RockPaperScissorsEnv(rounds=rounds)
+
+
+@hookimpl
+def register_arenas(register: Callable[..., None]) -> None:
+    for game, description in OPENSPIEL_GAMES.items():
+        register(game, openspiel_factory(game), description=description, source=f"open_spiel:{game}")
+    register(
+        "rock_paper_scissors",
+        make_rock_paper_scissors,
+        description="Iterated rock-paper-scissors over `rounds` rounds (simultaneous moves, ParallelEnv).",
+        source="arena:rps",
+    )

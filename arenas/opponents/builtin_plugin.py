@@ -1,0 +1,120 @@
+"""The built-in opponents, registered through the ``register_opponents`` hook.
+
+Each factory has the signature ``factory(arena_id, arg, seed) -> Opponent`` (``arg`` is the text after the colon
+of a spec such as ``mcts:1000``). A factory refuses arenas it cannot play with an ``ArenaError`` naming the
+opponent, the arena and the arenas it supports; ``arenas=None`` in the registration means any arena.
+
+Registered ids: ``random`` (any arena); ``mcts[:N]`` (tic_tac_toe, connect_four); ``conservative``,
+``aggressive``, ``intermediate`` (kuhn_poker); ``cfr[:N]``, ``cfr-argmax[:N]`` (kuhn_poker, leduc_poker);
+``ttt-corners``, ``ttt-center``, ``ttt-edges``, ``ttt-row-major``, ``ttt-col-major``, ``ttt-anti-diagonal``
+(tic_tac_toe); ``rps-rock``, ``rps-cycle``, ``rps-copy``, ``rps-beat-last``, ``rps-frequency``
+(rock_paper_scissors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from arena.arenas.base import Opponent, OpponentFactory
+from arena.arenas.opponents._common import check_arena, check_no_arg, parse_opponent_spec, positive_int_arg
+from arena.arenas.opponents.cfr import CFR_ARENAS, DEFAULT_ITERATIONS, CfrOpponent, cfr_policy
+from arena.arenas.opponents.kuhn import KUHN_STYLES, KuhnStyleOpponent
+from arena.arenas.opponents.mcts import DEFAULT_SIMULATIONS, MCTS_ARENAS, MctsOpponent
+from arena.arenas.opponents.simple import RPS_OPPONENTS, TTT_PREFERENCES, CellPreferenceOpponent, RandomOpponent
+from arena.core.markers import hookimpl
+
+__all__ = ["builtin_opponents", "parse_opponent_spec", "register_opponents"]
+
+KUHN_ARENAS = ("kuhn_poker",)
+TTT_ARENAS = ("tic_tac_toe",)
+RPS_ARENAS = ("rock_paper_scissors",)
+
+
+def random_factory(arena_id: str, arg: str | None, seed: int) -> Opponent:
+    check_no_arg("random", arg)
+    return RandomOpponent(seed)
+
+
+def mcts_factory(arena_id: str, arg: str | None, seed: int) -> Opponent:
+    check_arena("mcts", arena_id, MCTS_ARENAS)
+    simulations = positive_int_arg("mcts", arg, DEFAULT_SIMULATIONS, "the number of simulations")
+    return MctsOpponent(f"mcts:{simulations}", simulations, seed)
+
+
+def _cfr_factory(name: str, argmax: bool) -> OpponentFactory:
+    def factory(arena_id: str, arg: str | None, seed: int) -> Opponent:
+        check_arena(name, arena_id, CFR_ARENAS)
+        iterations = positive_int_arg(name, arg, DEFAULT_ITERATIONS[arena_id], "the number of CFR+ iterations")
+        return CfrOpponent(name, cfr_policy(arena_id, iterations), seed, argmax=argmax)
+
+    factory.__doc__ = f"Factory of the {name!r} opponent."
+    return factory
+
+
+def _kuhn_factory(name: str) -> OpponentFactory:
+    def factory(arena_id: str, arg: str | None, seed: int) -> Opponent:
+        check_arena(name, arena_id, KUHN_ARENAS)
+        check_no_arg(name, arg)
+        return KuhnStyleOpponent(name, KUHN_STYLES[name])
+
+    return factory
+
+
+def _ttt_factory(name: str) -> OpponentFactory:
+    def factory(arena_id: str, arg: str | None, seed: int) -> Opponent:
+        check_arena(name, arena_id, TTT_ARENAS)
+        check_no_arg(name, arg)
+        return CellPreferenceOpponent(name, TTT_PREFERENCES[name])
+
+    return factory
+
+
+def _rps_factory(name: str) -> OpponentFactory:
+    def factory(arena_id: str, arg: str | None, seed: int) -> Opponent:
+        check_arena(name, arena_id, RPS_ARENAS)
+        check_no_arg(name, arg)
+        return RPS_OPPONENTS[name](name, seed)
+
+    return factory
+
+
+_KUHN_DESCRIPTIONS = {
+    "conservative": "Kuhn (MAGE): bet/call only with the King, otherwise pass/fold",
+    "aggressive": "Kuhn (MAGE): always bet; facing a bet, call unless holding the Jack",
+    "intermediate": "Kuhn (MAGE): King bets/calls, Jack passes/folds, Queen bets but folds to a bet",
+}
+_RPS_DESCRIPTIONS = {
+    "rps-rock": "always rock",
+    "rps-cycle": "rock, paper, scissors in turn",
+    "rps-copy": "plays the other's previous move (first move random)",
+    "rps-beat-last": "plays what beats the other's previous move (first move random)",
+    "rps-frequency": "beats the other's most frequent move so far (ties random)",
+}
+
+
+def builtin_opponents() -> list[tuple[str, OpponentFactory, tuple[str, ...] | None, str]]:
+    """(id, factory, arenas, description) of every built-in opponent; ``arenas=None`` means any arena."""
+    table: list[tuple[str, OpponentFactory, tuple[str, ...] | None, str]] = [
+        ("random", random_factory, None, "uniform over legal moves"),
+        ("mcts", mcts_factory, MCTS_ARENAS, f"OpenSpiel MCTS, mcts:N simulations (default {DEFAULT_SIMULATIONS})"),
+        ("cfr", _cfr_factory("cfr", False), CFR_ARENAS, "CFR+ average strategy, sampled; cfr:N iterations"),
+        (
+            "cfr-argmax",
+            _cfr_factory("cfr-argmax", True),
+            CFR_ARENAS,
+            "argmax of the CFR+ average strategy (lowest action on ties); cfr-argmax:N iterations",
+        ),
+    ]
+    table += [(name, _kuhn_factory(name), KUHN_ARENAS, _KUHN_DESCRIPTIONS[name]) for name in KUHN_STYLES]
+    table += [
+        (name, _ttt_factory(name), TTT_ARENAS, f"tic-tac-toe: first empty cell in the order {list(order)}")
+        for name, order in TTT_PREFERENCES.items()
+    ]
+    table += [(name, _rps_factory(name), RPS_ARENAS, _RPS_DESCRIPTIONS[name]) for name in RPS_OPPONENTS]
+    return table
+
+
+@hookimpl
+def register_opponents(register: Callable[..., None]) -> None:
+    for name, factory, arenas, description in builtin_opponents():
+        register(name, factory, arenas=arenas, description=description)

@@ -1,0 +1,83 @@
+"""The ``scripted`` backend: a deterministic stand-in for an LLM, for tests and demos.
+
+It answers every request with a *responder* — a function of the request and a seeded RNG. The default
+responder plays a uniformly random legal move from the prompt's move list (``<action>NAME</action>``) and
+writes a short ``<remark>`` for reflection requests. Tokens are the UTF-8 bytes of the answer, each with
+log-prob 0 at the segment's temperature: enough to exercise everything downstream of generation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from arena.core.backends.base import Completion, GenerationRequest
+
+Responder = Callable[[GenerationRequest, np.random.Generator], str]
+
+MOVES_HEADER = "Legal moves:"
+_MOVE_LINE = re.compile(r"^\s*(\d+):\s*(.+?)\s*$")
+
+
+def legal_moves_in_prompt(request: GenerationRequest) -> list[str]:
+    """Move names listed under the engine's ``Legal moves:`` header of the last message."""
+    if not request.messages:
+        return []
+    text = request.messages[-1].content
+    start = text.rfind(MOVES_HEADER)
+    if start < 0:
+        return []
+    moves: list[str] = []
+    for line in text[start + len(MOVES_HEADER) :].splitlines()[1:]:
+        match = _MOVE_LINE.match(line)
+        if not match:
+            break
+        moves.append(match.group(2))
+    return moves
+
+
+def random_legal_responder(request: GenerationRequest, rng: np.random.Generator) -> str:
+    if request.purpose == "action":
+        moves = legal_moves_in_prompt(request)
+        if not moves:
+            return "I see no legal move."
+        choice = moves[int(rng.integers(len(moves)))]
+        return f"I pick one of the legal moves.\n<action>{choice}</action>"
+    return f"<remark>Scripted reflection {int(rng.integers(1000))}: try something different next time.</remark>"
+
+
+class ScriptedBackend:
+    """Deterministic: request ``seed`` (else its position in the batch) seeds each answer."""
+
+    name = "scripted"
+
+    def __init__(self, model: str = "scripted", responder: Responder | None = None) -> None:
+        self.model = model
+        self.responder = responder or random_legal_responder
+        self.batch_sizes: list[int] = []
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[list[Completion]]:
+        self.batch_sizes.append(len(requests))
+        out: list[list[Completion]] = []
+        for position, request in enumerate(requests):
+            seed = request.seed if request.seed is not None else position
+            rng = np.random.default_rng(seed)
+            completions = []
+            for _ in range(request.n):
+                text = self.responder(request, rng)
+                temperature = request.segments[-1].temperature
+                token_ids = tuple(text.encode("utf-8"))[: request.max_new_tokens]
+                text = bytes(token_ids).decode("utf-8", errors="ignore")
+                completions.append(
+                    Completion(
+                        text=text,
+                        token_ids=token_ids,
+                        logprobs=(0.0,) * len(token_ids),
+                        temperatures=(temperature,) * len(token_ids),
+                        finish_reason="stop",
+                    )
+                )
+            out.append(completions)
+        return out

@@ -1,0 +1,218 @@
+"""The ``arena`` command line.
+
+Errors a user can cause (``ArenaError``) print one line, ``error: ...``, and exit with status 2; no
+traceback. Run with ``-v`` to see tracebacks of unexpected failures.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from arena.core import catalog
+from arena.core.config import load_config
+from arena.core.errors import ArenaError
+from arena.core.logs import configure_logging
+from arena.core.plugins import installed_plugins, registration_manager
+
+EXIT_USER_ERROR = 2
+
+
+def _print_rows(rows: Sequence[Sequence[str]], header: Sequence[str]) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
+    click.echo(line)
+    click.echo("-" * len(line))
+    for row in rows:
+        click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--log-format", type=click.Choice(["auto", "pretty", "json"]), default="auto", show_default=True)
+@click.option("-v", "--verbose", is_flag=True, help="Debug logs and full tracebacks.")
+@click.pass_context
+def cli(ctx: click.Context, log_format: str, verbose: bool) -> None:
+    """arena: RL for LLM agents where exploration is the hard part."""
+    import logging
+
+    configure_logging(log_format, logging.DEBUG if verbose else logging.INFO)  # type: ignore[arg-type]
+    ctx.obj = {"verbose": verbose}
+
+
+@cli.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def plugins_cmd(as_json: bool) -> None:
+    """List installed plugins: name, distribution, version, hooks."""
+    infos = installed_plugins()
+    if as_json:
+        payload = [
+            {
+                "name": p.name,
+                "distribution": p.distribution,
+                "version": p.version,
+                "module": p.module,
+                "hooks": list(p.hooks),
+                "error": p.error,
+            }
+            for p in infos
+        ]
+        click.echo(json.dumps(payload, indent=2))
+        return
+    rows = [(p.name, p.distribution, p.version, ", ".join(p.hooks) if not p.error else f"ERROR: {p.error}") for p in infos]
+    _print_rows(rows, ("name", "distribution", "version", "hooks"))
+
+
+@cli.command("arenas")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def arenas_cmd(as_json: bool) -> None:
+    """List arenas: id, API kind, number of players, source."""
+    from arena.arenas import list_arenas
+
+    infos = list_arenas()
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "id": a.arena_id,
+                        "api": a.api,
+                        "players": a.num_players,
+                        "source": a.source,
+                        "plugin": a.plugin,
+                        "description": a.description,
+                    }
+                    for a in infos
+                ],
+                indent=2,
+            )
+        )
+        return
+    _print_rows(
+        [(a.arena_id, a.api, str(a.num_players), a.source, a.description) for a in infos],
+        ("id", "api", "players", "source", "description"),
+    )
+
+
+@cli.command("opponents")
+@click.option("--arena", "arena_id", default=None, help="Only opponents that play this arena.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def opponents_cmd(arena_id: str | None, as_json: bool) -> None:
+    """List programmatic opponents (seat specs other than model:...)."""
+    if arena_id is not None:
+        catalog.arenas().get(arena_id)  # unknown arena: one clear line
+    rows = []
+    for entry in catalog.opponents():
+        supported = entry.meta.get("arenas")
+        if arena_id is not None and supported is not None and arena_id not in supported:
+            continue
+        rows.append(
+            {
+                "id": entry.name,
+                "arenas": sorted(supported) if supported is not None else None,
+                "plugin": entry.plugin,
+                "description": str(entry.meta.get("description", "")),
+            }
+        )
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    _print_rows(
+        [(r["id"], ", ".join(r["arenas"]) if r["arenas"] else "any", r["description"]) for r in rows],
+        ("id", "arenas", "description"),
+    )
+
+
+@cli.command("play", context_settings={"ignore_unknown_options": False})
+@click.argument("arena_id", required=False)
+@click.argument("overrides", nargs=-1)
+@click.option("--seat", "seats", multiple=True, help="A seat spec, in seat order (repeat for each seat).")
+@click.option("--games", type=int, default=None, help="Number of games (trials). [default: 100]")
+@click.option("--seed", type=int, default=None, help="Seed of game 0; game i uses seed+i. [default: 0]")
+@click.option("--episodes", type=int, default=None, help="Episodes per trial, restarted from the same seed.")
+@click.option("--plugin", "plugins", multiple=True, help="Enable a plugin (repeat); default: reflection.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help="A play config YAML.")
+@click.option("--dump", type=click.Path(path_type=Path), default=None, help="Write every trial as JSON lines.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def play_cmd(
+    arena_id: str | None,
+    overrides: tuple[str, ...],
+    seats: tuple[str, ...],
+    games: int | None,
+    seed: int | None,
+    episodes: int | None,
+    plugins: tuple[str, ...],
+    config_path: Path | None,
+    dump: Path | None,
+    as_json: bool,
+) -> None:
+    """Play ARENA between the given seats and print a per-seat table.
+
+    Extra KEY=VALUE arguments override config keys (e.g. trial.invalid_action.policy=retry).
+    """
+    from arena.core.play import print_table, run_play
+    from arena.core.settings import PlayConfig
+
+    if arena_id is not None and "=" in arena_id:
+        overrides = (arena_id, *overrides)
+        arena_id = None
+    data: dict[str, Any] = {}
+    if arena_id is not None:
+        data["arena"] = arena_id
+    if seats:
+        data["seats"] = list(seats)
+    if games is not None:
+        data["games"] = games
+    if seed is not None:
+        data["seed"] = seed
+    if plugins:
+        data["plugins"] = list(plugins)
+    if episodes is not None:
+        data["trial"] = {"episodes": episodes}
+    if config_path is None and "arena" not in data:
+        raise ArenaError("name an arena (arena play ARENA --seat ...) or give --config FILE; see `arena arenas`")
+    config = load_config(PlayConfig, config_path, overrides=overrides, data=data)
+    catalog.arenas().get(config.arena)
+    result = run_play(config, dump=dump)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        print_table(result)
+
+
+def _add_plugin_commands() -> None:
+    registration_manager().hook.register_commands(cli=cli)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    verbose = "-v" in (argv if argv is not None else sys.argv[1:]) or "--verbose" in (argv or sys.argv[1:])
+    try:
+        _add_plugin_commands()
+        cli.main(args=list(argv) if argv is not None else None, prog_name="arena", standalone_mode=False)
+    except ArenaError as exc:
+        if verbose:
+            raise
+        click.echo(f"error: {exc}", err=True)
+        return EXIT_USER_ERROR
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+def console_main() -> None:
+    """The ``arena`` console script."""
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""Hook specifications: the whole contract between the arena core and its plugins.
+
+Read this file top to bottom to learn what a plugin can do. Hooks are grouped by phase and listed in the
+order they fire. Every hook is called with keyword arguments; an implementation may accept any subset of
+the arguments (pluggy matches them by name). Records are frozen attrs classes from ``arena.core.records``:
+return new ones rather than mutating what you are given.
+
+How results combine:
+
+* **1:N** hooks call every enabled plugin, in the order the run's config lists them, and combine the non-None
+  results as the docstring says.
+* **firstresult** hooks stop at the first non-None result. Two enabled plugins of one learner that implement
+  the same firstresult hook are a configuration error naming both (see ``arena.core.plugins``).
+
+Order within one trial (pinned by ``tests/core/test_hook_order.py``)::
+
+    trial_start
+      episode_start                                   (for each episode)
+        retrieve_memory -> pre_action -> post_step    (each LLM turn; post_step also for other seats)
+      episode_end
+      reflect -> store_memory                         (between episodes, for each LLM seat)
+    trial_end
+
+The registration hooks run once per process over every *installed* plugin; the others only for plugins a
+run enables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from arena.core.markers import hookspec
+from arena.core.records import (
+    ActionPlan,
+    EpisodeRecord,
+    MemoryItem,
+    Reflection,
+    ReflectionRequest,
+    Step,
+    TrialRecord,
+    TrialSpec,
+    Turn,
+)
+
+# --------------------------------------------------------------------------------------------------------------
+# Registration (every installed plugin, once per process)
+# --------------------------------------------------------------------------------------------------------------
+
+
+@hookspec
+def register_arenas(register: Callable[..., None]) -> None:
+    """Add arenas to the catalogue.
+
+    Call ``register(arena_id: str, factory, description="", source="")`` once per arena, where
+    ``factory(**kwargs)`` returns a fresh PettingZoo env (``AECEnv`` or ``ParallelEnv``) and ``kwargs`` are the
+    arena's options from the config. Two plugins registering one id is an error naming both.
+    Give the env readable text by setting ``env.unwrapped.arena_text_adapter`` to a
+    ``arena.arenas.base.TextAdapter``; otherwise the generic renderer is used (Discrete action space needed).
+    Results: ignored.
+    """
+
+
+@hookspec
+def register_opponents(register: Callable[..., None]) -> None:
+    """Add programmatic opponents (scripted, search, solver based).
+
+    Call ``register(opponent_id: str, factory, arenas=None, description="")``. A seat spec
+    ``opponent_id[:arg]`` becomes ``factory(arena_id=..., arg=..., seed=...)``, which returns an
+    ``arena.arenas.base.Opponent``. ``arenas`` lists the arena ids it supports (None: any).
+    Results: ignored.
+    """
+
+
+@hookspec
+def register_backends(register: Callable[..., None]) -> None:
+    """Add generation backends.
+
+    Call ``register(name: str, factory, description="")`` where ``factory(model: str, **options)`` returns an
+    ``arena.core.backends.base.Backend``. Seat spec ``model:NAME@BACKEND`` picks one. Results: ignored.
+    """
+
+
+@hookspec
+def register_models(register: Callable[..., None]) -> None:
+    """Add named models (``model:NAME``) that need no download.
+
+    Call ``register(name: str, resolver, default_backend="hf", description="")`` where ``resolver()`` returns
+    the local path (or hub id) the backend loads, building or caching it first if needed. Results: ignored.
+    """
+
+
+@hookspec
+def register_commands(cli: Any) -> None:
+    """Add sub-commands to the ``arena`` command line; ``cli`` is the root ``click.Group``.
+
+    Results: ignored.
+    """
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A trial (enabled plugins only; called by the rollout engine, arena.core.engine)
+# --------------------------------------------------------------------------------------------------------------
+
+
+@hookspec
+def trial_start(trial: TrialSpec) -> None:
+    """Before the first episode of ``trial``. Results: ignored."""
+
+
+@hookspec
+def episode_start(trial: TrialSpec, episode: int) -> None:
+    """After the arena is reset (from ``trial.seed``) for episode ``episode`` (0-based). Results: ignored."""
+
+
+@hookspec
+def retrieve_memory(turn: Turn) -> list[MemoryItem] | None:
+    """Before each LLM turn: text the prompt should carry (earlier reflections, retrieved tips).
+
+    Results: the lists of all plugins are concatenated, grouped by ``MemoryItem.section`` (sections in
+    first-seen order) and ranked by ``score`` (highest first) within each section.
+    """
+
+
+@hookspec
+def pre_action(turn: Turn) -> ActionPlan | None:
+    """Before each LLM turn, after ``retrieve_memory``: extra instructions and the sampling plan.
+
+    Results: ``instructions`` are appended in plugin order; at most one plugin may set ``segments`` or
+    ``max_new_tokens`` (two that do raise an error naming both). The plans are kept on the turn's record.
+    """
+
+
+@hookspec
+def post_step(trial: TrialSpec, step: Step) -> None:
+    """After each decision of any seat has been applied to the arena (or was judged invalid).
+
+    Results: ignored.
+    """
+
+
+@hookspec
+def episode_end(trial: TrialSpec, episode: EpisodeRecord) -> None:
+    """After an episode ends, before any reflection. Results: ignored."""
+
+
+@hookspec
+def reflect(
+    trial: TrialSpec,
+    episode: EpisodeRecord,
+    agent: str,
+    seat: int,
+    reflections: tuple[Reflection, ...],
+) -> ReflectionRequest | None:
+    """After an episode that another episode of the trial follows, once per LLM seat.
+
+    ``reflections`` holds this trial's earlier reflections. Return a ``ReflectionRequest`` to have the policy
+    write something (a ``<remark>``, a tip). Results: every request is generated, batched with all other
+    pending generations; each result reaches ``store_memory`` and the trial record.
+    """
+
+
+@hookspec
+def store_memory(trial: TrialSpec, reflection: Reflection) -> None:
+    """After a requested reflection was generated; plugins keep what they need. Results: ignored."""
+
+
+@hookspec
+def trial_end(trial: TrialRecord) -> None:
+    """After the last episode (and the trial's reflections). Results: ignored."""
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Learning (called by the trainer, per learner)
+# --------------------------------------------------------------------------------------------------------------
+
+
+@hookspec
+def compute_rewards(trial: TrialRecord, samples: list[Any]) -> dict[int, dict[str, float]] | None:
+    """After a trial is turned into samples: named reward terms (penalties, HeRL bonus, EMPO² novelty).
+
+    Return ``{sample_index: {term_name: value}}``. Results: terms of all plugins are merged; the same term
+    name from two plugins is an error. The return of a sample is computed from the sum of its terms.
+    """
+
+
+@hookspec
+def augment_group(group: Any, generate: Callable[..., Any]) -> list[Any] | None:
+    """After a group of samples is scored: add or replace samples (HeRL revisions, GOLF refinements).
+
+    ``generate(requests)`` queues generations that are batched with every other plugin's in the same tick.
+    Results: the returned samples of all plugins are appended to the group, in plugin order.
+    """
+
+
+@hookspec(firstresult=True)
+def compute_advantages(samples: list[Any], config: Any) -> list[float] | None:
+    """After rewards and returns: one advantage per sample (GRPO, GiGPO, RLOO, RAE, MAGE, MENTOR).
+
+    firstresult: exactly one estimator per learner.
+    """
+
+
+@hookspec(firstresult=True)
+def normalize_advantages(samples: list[Any], advantages: list[float], config: Any) -> list[float] | None:
+    """After ``compute_advantages``: rescale (per-opponent groups, std on/off, RAE baselines).
+
+    firstresult; when no plugin answers the advantages are used as they are.
+    """
+
+
+@hookspec(firstresult=True)
+def training_view(sample: Any) -> Any | None:
+    """Before the loss: the context the trainer conditions on, when it differs from the rollout's.
+
+    EMPO² strips ``<tip>`` blocks here. firstresult; None keeps the rollout context.
+    """
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Population (called by the population manager, arena.populations)
+# --------------------------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def select_matchups(population: Any, iteration: int) -> list[Any] | None:
+    """At the start of an iteration: the groups of trials to play (learner, opponent, seeds).
+
+    firstresult; the default matchmaker answers when no plugin does.
+    """
+
+
+@hookspec
+def match_end(trial: TrialRecord) -> None:
+    """After every trial of a population run, for ratings and opponent statistics. Results: ignored."""
+
+
+@hookspec
+def evolve_population(population: Any, iteration: int) -> None:
+    """After an iteration's updates: add snapshots, reweight opponents (fictitious self-play, PFSP).
+
+    Results: ignored.
+    """
