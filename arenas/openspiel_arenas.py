@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import pyspiel
-from arena.arenas.base import Move, SeatView
 from gymnasium.utils import EzPickle
 from shimmy import OpenSpielCompatibilityV0
+
+from arena.arenas.base import Move, SeatView
 
 __all__ = [
     "ADAPTERS",
@@ -455,3 +456,15 @@ class OpenSpielArena(OpenSpielCompatibilityV0):
         done = bool(self.game_state.is_terminal())
         self.terminations = {a: done for a in self.agents}
         self.truncations = {a: False for a in self.agents}
+
+    def step(self, action: Any) -> None:
+        """shimmy's step, except that a dead step (``step(None)`` for a finished agent) credits nobody.
+
+        shimmy removes the finished agent and then re-adds ``self.rewards`` to everyone still listed, so the last
+        agent to leave would collect its final reward twice when rewards are summed from ``last()``.
+        """
+        selected = getattr(self, "agent_selection", None)
+        if selected in self.agents and (self.terminations.get(selected) or self.truncations.get(selected)):
+            rewards: dict[str, float] = getattr(self, "rewards", {})
+            self.rewards = dict.fromkeys(rewards, 0.0)
+        super().step(action)

@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from arena.arenas.base import Move, SeatView
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
+
+from arena.arenas.base import Move, SeatView
 
 __all__ = ["MOVES", "RockPaperScissorsAdapter", "RockPaperScissorsEnv"]
 
@@ -47,7 +48,8 @@ class RockPaperScissorsEnv(ParallelEnv[str, np.ndarray, int]):
         self.render_mode = None
         # One space object per agent for the env's lifetime: the API tests (and space seeding) rely on identity.
         self._observation_spaces = {
-            a: spaces.Box(low=NOT_PLAYED, high=len(MOVES) - 1, shape=(self.rounds, 2), dtype=np.int64) for a in self.possible_agents
+            a: spaces.Box(low=NOT_PLAYED, high=len(MOVES) - 1, shape=(self.rounds, 2), dtype=np.int64)
+            for a in self.possible_agents
         }
         self._action_spaces = {a: spaces.Discrete(len(MOVES)) for a in self.possible_agents}
         self.arena_text_adapter = RockPaperScissorsAdapter()

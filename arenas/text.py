@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
+
 from arena.arenas.base import Move, ParseResult, SeatView, TextAdapter
 from arena.core.errors import ArenaError
-from gymnasium import spaces
 
 __all__ = [
     "GenericTextAdapter",

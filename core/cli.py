@@ -40,7 +40,7 @@ def cli(ctx: click.Context, log_format: str, verbose: bool) -> None:
     """arena: RL for LLM agents where exploration is the hard part."""
     import logging
 
-    configure_logging(log_format, logging.DEBUG if verbose else logging.INFO)  # type: ignore[arg-type]
+    configure_logging(log_format, logging.DEBUG if verbose else logging.INFO)
     ctx.obj = {"verbose": verbose}
 
 
@@ -63,7 +63,9 @@ def plugins_cmd(as_json: bool) -> None:
         ]
         click.echo(json.dumps(payload, indent=2))
         return
-    rows = [(p.name, p.distribution, p.version, ", ".join(p.hooks) if not p.error else f"ERROR: {p.error}") for p in infos]
+    rows = [
+        (p.name, p.distribution, p.version, ", ".join(p.hooks) if not p.error else f"ERROR: {p.error}") for p in infos
+    ]
     _print_rows(rows, ("name", "distribution", "version", "hooks"))
 
 

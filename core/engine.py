@@ -22,7 +22,7 @@ import structlog
 
 from arena import arenas
 from arena.arenas.base import Move, SeatView
-from arena.arenas.text import adapter_for, parse_action
+from arena.arenas.text import action_mask_of, adapter_for, parse_action
 from arena.core.backends.base import Backend, ChatMessage, Completion, GenerationRequest, Segment
 from arena.core.batching import BatchStats, TickBatcher
 from arena.core.errors import ArenaError, PluginError
@@ -114,14 +114,6 @@ def extract_tag(text: str, tag: str | None) -> str:
     if len(opened) > 1:
         return opened[-1].strip()
     return text.strip()
-
-
-def _action_mask(observation: Any, info: dict[str, Any] | None) -> np.ndarray | None:
-    if isinstance(observation, dict) and "action_mask" in observation:
-        return np.asarray(observation["action_mask"])
-    if info and "action_mask" in info:
-        return np.asarray(info["action_mask"])
-    return None
 
 
 class RolloutEngine:
@@ -293,7 +285,7 @@ class RolloutEngine:
             if len(steps) >= self.config.max_steps:
                 raise ArenaError(f"arena {spec.arena_id!r} episode exceeded max_steps={self.config.max_steps}")
             seat = by_agent[agent]
-            view = SeatView(env, agent, seat.index, observation, _action_mask(observation, info), dict(info))
+            view = SeatView(env, agent, seat.index, observation, action_mask_of(observation, info), dict(info))
             (decision,) = await self._decide(state, episode, [(seat, view)], steps, batcher)
             steps.append(decision.step)
             self.plugins.call("post_step", trial=spec, step=decision.step)
@@ -320,7 +312,7 @@ class RolloutEngine:
                 seat = by_agent[agent]
                 info = dict(infos.get(agent, {}))
                 obs = observations[agent]
-                pairs.append((seat, SeatView(env, agent, seat.index, obs, _action_mask(obs, info), info)))
+                pairs.append((seat, SeatView(env, agent, seat.index, obs, action_mask_of(obs, info), info)))
             decisions = await self._decide(state, episode, pairs, steps, batcher)
             actions = {}
             for (seat, _), decision in zip(pairs, decisions, strict=True):
@@ -398,7 +390,9 @@ class RolloutEngine:
                 decisions[position] = decision
         return [d for d in decisions if d is not None]
 
-    def _opponent_decision(self, state: _TrialState, episode: int, seat: _Seat, view: SeatView, index: int) -> _Decision:
+    def _opponent_decision(
+        self, state: _TrialState, episode: int, seat: _Seat, view: SeatView, index: int
+    ) -> _Decision:
         action = int(seat.opponent.act(view))
         legal = view.legal_actions()
         if action not in legal:
@@ -461,6 +455,9 @@ class RolloutEngine:
         cfg = self.config.invalid_action
         max_attempts = 1 + (cfg.retries if cfg.policy == "retry" else 0)
         turns = [self._turn(state, episode, seat, view, steps, len(steps) + pos) for pos, seat, view in llm]
+        # The full action space lets the parser say "illegal move" rather than "no move found".
+        all_moves_of = getattr(state.adapter, "all_moves", None)
+        all_moves = [tuple(all_moves_of(view)) if all_moves_of else () for _, _, view in llm]
         plans = [self._plan(turn) for turn in turns]
         results: list[_Decision | None] = [None] * len(llm)
         notes = [""] * len(llm)
@@ -487,7 +484,7 @@ class RolloutEngine:
             for i, completions in zip(open_slots, answers, strict=True):
                 completion = completions[0]
                 turn = turns[i]
-                parsed = parse_action(completion.text, turn.legal_moves)
+                parsed = parse_action(completion.text, turn.legal_moves, all_moves[i])
                 if parsed.valid:
                     results[i] = self._llm_step(turn, prompts[i], completion, parsed.action, parsed.move, attempts[i])
                     continue

@@ -38,7 +38,9 @@ class ConfigError(ArenaError):
 def unknown_name_message(kind: str, name: str, available: Iterable[str]) -> str:
     """``unknown arena 'kuhn' (did you mean 'kuhn_poker'?); available: a, b, c``."""
     names = sorted(available)
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    # Prefixes first ("kuhn" -> "kuhn_poker"), then spelling neighbours ("reflektion" -> "reflection").
+    prefixed = [n for n in names if name and n.startswith(name)]
+    close = list(dict.fromkeys(prefixed + difflib.get_close_matches(name, names, n=3, cutoff=0.6)))[:3]
     hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
     listing = ", ".join(names) if names else "none registered"
     return f"unknown {kind} {name!r}{hint}; available: {listing}"

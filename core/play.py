@@ -131,7 +131,11 @@ def run_play(
 ) -> dict[str, Any]:
     """Play ``config.games`` trials and return the ``--json`` result."""
     plugins = PluginSet(config.plugins, extra=extra_plugins)
-    bar = tqdm(total=config.games, desc=f"{config.arena}", unit="game", disable=None if progress is None else not progress)
+    bar = tqdm(
+        total=config.games, desc=f"{config.arena}", unit="game", disable=None if progress is None else not progress
+    )
+    if dump is not None:
+        dump.parent.mkdir(parents=True, exist_ok=True)
     dump_file: TextIO | None = open(dump, "w") if dump is not None else None  # noqa: SIM115 - closed below
 
     def done(trial: TrialRecord) -> None:

@@ -9,16 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from arena.arenas.base import Move
+from arena.arenas.text import format_moves
 from arena.core.backends.base import ChatMessage
 from arena.core.records import MemoryItem, Step, Turn
 from arena.core.settings import PromptConfig
 
 ANSWER_FORMAT = "Think briefly if it helps, then give exactly one legal move as <action>MOVE</action>."
-
-
-def format_moves(moves: Sequence[Move]) -> str:
-    return "\n".join(f"{move.action}: {move.name}" for move in moves)
 
 
 def render_memories(items: Sequence[MemoryItem]) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pyspiel
+
 from arena.arenas.base import SeatView
 from arena.arenas.opponents._common import pyspiel_state, require_legal
 

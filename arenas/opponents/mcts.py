@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyspiel
+
 from arena.arenas.base import SeatView
 from arena.arenas.opponents._common import pyspiel_state, require_legal, spiel_seed
 

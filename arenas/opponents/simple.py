@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from arena.arenas.base import SeatView
 from arena.arenas.opponents._common import require_legal
 from arena.core.errors import ArenaError

@@ -7,10 +7,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from arena.arenas import builtin_plugin
 from arena.arenas.base import SeatView
-
-OPENSPIEL_IDS = ("kuhn_poker", "leduc_poker", "tic_tac_toe", "connect_four", "liars_dice")
 
 
 @pytest.fixture(scope="session")

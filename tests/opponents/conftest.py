@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 import shimmy
+
 from arena.arenas.base import SeatView
 
 

@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pyspiel
 import pytest
+
 from arena.arenas.opponents import cfr
 from arena.arenas.opponents.builtin_plugin import builtin_opponents
 from arena.core.errors import ArenaError

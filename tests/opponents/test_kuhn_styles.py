@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyspiel
 import pytest
+
 from arena.arenas.opponents.builtin_plugin import builtin_opponents
 
 J, Q, K = 0, 1, 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyspiel
 import pytest
+
 from arena.arenas.opponents.builtin_plugin import mcts_factory, random_factory
 from arena.core.errors import ArenaError
 

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 import pytest
+
 from arena.arenas.base import Opponent
 from arena.arenas.opponents import builtin_plugin
 from arena.arenas.opponents.builtin_plugin import builtin_opponents, parse_opponent_spec

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyspiel
 import pytest
+
 from arena.arenas.base import SeatView
 from arena.arenas.opponents.builtin_plugin import builtin_opponents, random_factory
 from arena.arenas.opponents.simple import TTT_PREFERENCES, beats

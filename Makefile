@@ -1,0 +1,52 @@
+# Set-up and checks. `make demo` and `make test` work on a fresh machine with only the package index reachable.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+ARENA := $(VENV)/bin/arena
+
+.PHONY: install dev demo test test-fast lint clean
+
+$(PY):
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "arena needs Python 3.11+"'
+	$(PYTHON) -m venv $(VENV)
+
+# torch first, pinned exactly: that version's CPU wheel is what the machines here have; a looser request
+# would pull a multi-GB CUDA build.
+$(VENV)/.installed: pyproject.toml | $(PY)
+	$(PIP) install -q --upgrade pip setuptools wheel
+	$(PIP) install -q 'torch==2.13.0'
+	$(PIP) install -q -e .
+	@touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(PIP) install -q -e '.[dev]'
+	@touch $@
+
+install: $(VENV)/.installed
+
+dev: $(VENV)/.installed-dev
+
+# The main job in short. (Until the learner lands: LLM seats are the scripted backend; trials of 3 episodes
+# with reflections, against MAGE's Kuhn pool and CFR, then search-based play.)
+demo: install
+	$(ARENA) arenas
+	$(ARENA) opponents --arena kuhn_poker
+	$(ARENA) play kuhn_poker --seat model:scripted --seat intermediate --games 200 --episodes 3 --dump runs/demo/kuhn_trials.jsonl
+	$(ARENA) play kuhn_poker --seat cfr --seat aggressive --games 2000
+	$(ARENA) play tic_tac_toe --seat mcts:100 --seat ttt-center --games 50
+	@echo "demo done: trial dump in runs/demo/kuhn_trials.jsonl"
+
+lint: dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy core arenas plugins populations
+
+test: dev lint
+	$(VENV)/bin/pytest -q
+
+test-fast: dev
+	$(VENV)/bin/pytest -q -m "not slow" -x
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,55 @@
+"""Config validation: unknown keys and wrong types name the file, the key and what was expected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from arena.core.config import load_config
+from arena.core.errors import ConfigError
+from arena.core.settings import PlayConfig
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "play.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_valid_config_with_overrides(tmp_path: Path) -> None:
+    path = write(tmp_path, "arena: kuhn_poker\nseats: [cfr, random]\ntrial:\n  episodes: 3\n")
+    config = load_config(PlayConfig, path, overrides=["games=7", "trial.invalid_action.policy=retry"])
+    assert config.games == 7 and config.trial.episodes == 3
+    assert config.trial.invalid_action.policy == "retry"
+    assert config.seats == ["cfr", "random"]
+
+
+def test_typo_names_file_key_and_suggestion(tmp_path: Path) -> None:
+    path = write(tmp_path, "arena: kuhn_poker\nseats: [cfr, random]\ntrial:\n  episods: 3\n")
+    with pytest.raises(ConfigError, match=r"play\.yaml: unknown key 'trial\.episods' \(did you mean 'episodes'\?\)"):
+        load_config(PlayConfig, path)
+
+
+def test_wrong_type_names_expected_type(tmp_path: Path) -> None:
+    path = write(tmp_path, "arena: kuhn_poker\nseats: [cfr, random]\ngames: ten\n")
+    with pytest.raises(ConfigError, match=r"key 'games' expects int, got str 'ten'"):
+        load_config(PlayConfig, path)
+
+
+def test_bad_choice_and_bad_value(tmp_path: Path) -> None:
+    path = write(tmp_path, "arena: kuhn_poker\nseats: [cfr, random]\n")
+    with pytest.raises(ConfigError, match=r"'trial\.invalid_action\.policy' expects one of"):
+        load_config(PlayConfig, path, overrides=["trial.invalid_action.policy=shrug"])
+    with pytest.raises(ConfigError, match="games must be at least 1"):
+        load_config(PlayConfig, path, overrides=["games=0"])
+
+
+def test_missing_required_key() -> None:
+    with pytest.raises(ConfigError, match="missing required key 'seats'"):
+        load_config(PlayConfig, data={"arena": "kuhn_poker"})
+
+
+def test_override_syntax_error() -> None:
+    with pytest.raises(ConfigError, match="key=value"):
+        load_config(PlayConfig, data={"arena": "x", "seats": []}, overrides=["games"])

@@ -1,0 +1,106 @@
+"""Trial semantics: restarts from the same seed, invalid-answer policies, early stop, determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from arena.core.backends.base import GenerationRequest
+from arena.core.backends.scripted import random_legal_responder
+from arena.core.errors import ArenaError
+from arena.core.settings import InvalidActionConfig, TrialConfig
+
+from .helpers import play, specs
+
+
+def gibberish(request: GenerationRequest, rng: np.random.Generator) -> str:
+    return "I refuse to answer with a move."
+
+
+def test_every_episode_restarts_from_the_same_deal() -> None:
+    (trial,), _, _ = play(specs(1, seats=("model:scripted", "random"), episodes=3))
+    first_observations = [e.steps[0].observation for e in trial.episodes]
+    assert len(set(first_observations)) == 1  # same private card each episode
+    assert "Your card" in first_observations[0]
+
+
+def test_forfeit_policy_scores_and_counts() -> None:
+    (trial,), _, _ = play(specs(1), responder=gibberish)
+    episode = trial.final
+    assert episode.forfeited_by == "player_0"
+    assert episode.returns == {"player_0": -1.5, "player_1": 0.5}
+    assert episode.outcomes == {"player_0": "loss", "player_1": "win"}
+    assert episode.invalid_actions == {"player_0": 1, "player_1": 0}
+    assert episode.steps[-1].invalid and episode.steps[-1].error
+
+
+def test_retry_policy_reprompts_then_forfeits() -> None:
+    config = TrialConfig(invalid_action=InvalidActionConfig(policy="retry", retries=2))
+    (trial,), backend, _ = play(specs(1), config=config, responder=gibberish)
+    assert trial.final.invalid_actions["player_0"] == 3
+    assert trial.final.steps[-1].attempts == 3
+    assert trial.final.forfeited_by == "player_0"
+    assert "not a legal move" in trial.final.steps[-1].prompt[-1].content
+    assert len(backend.batch_sizes) == 3
+
+
+def test_retry_policy_succeeds_on_a_later_attempt() -> None:
+    def second_time_lucky(request: GenerationRequest, rng: np.random.Generator) -> str:
+        if "not a legal move" in request.messages[-1].content:
+            return random_legal_responder(request, rng)
+        return "hmm"
+
+    config = TrialConfig(invalid_action=InvalidActionConfig(policy="retry", retries=1))
+    (trial,), _, _ = play(specs(1), config=config, responder=second_time_lucky)
+    first = trial.final.steps[0]
+    assert not first.invalid and first.attempts == 2 and first.invalid_answers == 1
+    assert trial.final.forfeited_by is None
+    assert trial.final.invalid_actions["player_0"] == sum(s.invalid_answers for s in trial.final.steps)
+
+
+def test_random_policy_plays_on_and_counts() -> None:
+    config = TrialConfig(invalid_action=InvalidActionConfig(policy="random"))
+    (trial,), _, _ = play(
+        specs(1, arena="tic_tac_toe", seats=("model:scripted", "random")), config=config, responder=gibberish
+    )
+    episode = trial.final
+    assert episode.forfeited_by is None
+    llm_steps = [s for s in episode.steps if s.agent == "player_0"]
+    assert all(s.invalid and s.action is not None for s in llm_steps)
+    assert episode.invalid_actions["player_0"] == len(llm_steps)
+
+
+def test_early_stop_on_win() -> None:
+    records, _, _ = play(specs(30, episodes=3, early_stop_on_win=True))
+    for trial in records:
+        won_at = [e.index for e in trial.episodes if e.outcomes["player_0"] == "win"]
+        if won_at:
+            assert trial.final.index == won_at[0]
+        else:
+            assert len(trial.episodes) == 3
+    assert any(len(t.episodes) < 3 for t in records)
+
+
+def test_runs_are_repeatable() -> None:
+    a, _, _ = play(specs(10, episodes=2), plugins=["reflection"])
+    b, _, _ = play(specs(10, episodes=2), plugins=["reflection"])
+    assert [[e.returns for e in t.episodes] for t in a] == [[e.returns for e in t.episodes] for t in b]
+    assert [[r.content for r in t.reflections] for t in a] == [[r.content for r in t.reflections] for t in b]
+
+
+def test_reflections_reach_the_next_episode_prompt() -> None:
+    (trial,), _, _ = play(specs(1, episodes=2), plugins=["reflection"])
+    assert len(trial.reflections) == 1 and trial.reflections[0].content.startswith("Scripted reflection")
+    second_prompt = next(s for s in trial.episodes[1].steps if s.completion is not None).prompt[-1].content
+    assert "Your reflections on earlier episodes of this trial:" in second_prompt
+    assert trial.reflections[0].content in second_prompt
+
+
+def test_wrong_number_of_seats_is_a_clear_error() -> None:
+    with pytest.raises(ArenaError, match="has 2 seat"):
+        play(specs(1, seats=("random",)))
+
+
+def test_opponent_for_another_arena_is_refused() -> None:
+    with pytest.raises(ArenaError, match="mcts"):
+        play(specs(1, seats=("mcts:10", "random")))
