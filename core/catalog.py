@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from arena.core.errors import PluginError
 from arena.core.registry import Registry
 
 
@@ -28,7 +29,14 @@ def _registries() -> dict[str, Registry[Any]]:
     for kind, hook in hooks.items():
         caller = getattr(pm.hook, hook)
         for impl in caller.get_hookimpls():
-            impl.function(registries[kind].registrar(impl.plugin_name))
+            try:
+                impl.function(registries[kind].registrar(impl.plugin_name))
+            except PluginError:
+                raise
+            except Exception as exc:
+                raise PluginError(
+                    f"plugin {impl.plugin_name!r} failed in hook {hook!r}: {type(exc).__name__}: {exc}"
+                ) from exc
     return registries
 
 

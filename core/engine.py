@@ -216,10 +216,12 @@ class RolloutEngine:
             if key in checked:
                 continue
             checked.add(key)
-            info = arenas.describe(spec.arena_id)
-            if len(spec.seats) != info.num_players:
+            env = arenas.make(spec.arena_id, **spec.arena_kwargs)
+            players = len(env.possible_agents)
+            env.close()
+            if len(spec.seats) != players:
                 raise ArenaError(
-                    f"arena {spec.arena_id!r} has {info.num_players} seat(s) but {len(spec.seats)} were given "
+                    f"arena {spec.arena_id!r} has {players} seat(s) but {len(spec.seats)} were given "
                     f"({', '.join(spec.seats)})"
                 )
             for text in spec.seats:

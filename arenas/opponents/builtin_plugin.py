@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from arena.arenas.base import Opponent, OpponentFactory
 from arena.arenas.opponents._common import check_arena, check_no_arg, parse_opponent_spec, positive_int_arg
-from arena.arenas.opponents.cfr import CFR_ARENAS, DEFAULT_ITERATIONS, CfrOpponent, cfr_policy
+from arena.arenas.opponents.cfr import CFR_ARENAS, DEFAULT_ITERATIONS, CfrOpponent
 from arena.arenas.opponents.kuhn import KUHN_STYLES, KuhnStyleOpponent
 from arena.arenas.opponents.mcts import DEFAULT_SIMULATIONS, MCTS_ARENAS, MctsOpponent
 from arena.arenas.opponents.simple import RPS_OPPONENTS, TTT_PREFERENCES, CellPreferenceOpponent, RandomOpponent
@@ -45,7 +45,7 @@ def _cfr_factory(name: str, argmax: bool) -> OpponentFactory:
     def factory(arena_id: str, arg: str | None, seed: int) -> Opponent:
         check_arena(name, arena_id, CFR_ARENAS)
         iterations = positive_int_arg(name, arg, DEFAULT_ITERATIONS[arena_id], "the number of CFR+ iterations")
-        return CfrOpponent(name, cfr_policy(arena_id, iterations), seed, argmax=argmax)
+        return CfrOpponent(name, seed=seed, argmax=argmax, iterations=iterations)
 
     factory.__doc__ = f"Factory of the {name!r} opponent."
     return factory

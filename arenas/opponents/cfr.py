@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 from collections.abc import Mapping
@@ -47,7 +48,14 @@ def cache_dir() -> Path:
 
 
 def cache_path(game_name: str, iterations: int, directory: Path | None = None) -> Path:
-    return (directory or cache_dir()) / f"{game_name}_{SOLVER}_{iterations}.json"
+    safe = re.sub(r"[^A-Za-z0-9_=,.-]+", "_", game_name).strip("_")
+    return (directory or cache_dir()) / f"{safe}_{SOLVER}_{iterations}.json"
+
+
+def game_key(game: Any) -> str:
+    """The game string pyspiel loads it from: ``kuhn_poker`` or ``kuhn_poker(players=3)``."""
+    text = str(game)
+    return text[:-2] if text.endswith("()") else text
 
 
 def cfr_policy(game_name: str, iterations: int) -> TabularPolicy:
@@ -80,7 +88,8 @@ def compute_cfr_policy(game_name: str, iterations: int) -> tuple[dict[str, list[
             next_report += 10.0
     table = tabulate_policy(game, solver.average_policy())
     seconds = time.perf_counter() - start
-    exploitability = float(pyspiel.exploitability(game, table))
+    # Exploitability is defined for two-player zero-sum games; n-player tables are still valid strategies.
+    exploitability = float(pyspiel.exploitability(game, table)) if game.num_players() == 2 else float("nan")
     logger.info(
         "CFR+ on %s done in %.1f s: %d information states, exploitability %.2e",
         game_name,
@@ -161,17 +170,34 @@ def _write_cache(
 
 
 class CfrOpponent:
-    """Plays a tabular CFR policy: sampled (``argmax=False``) or its most likely action, lowest id on ties."""
+    """Plays a tabular CFR policy: sampled (``argmax=False``) or its most likely action, lowest id on ties.
 
-    def __init__(self, name: str, policy: TabularPolicy, seed: int, argmax: bool = False) -> None:
+    Without a ``policy`` the table is solved (or read from cache) for the game the first view shows, so arena
+    options such as ``players=3`` get their own equilibrium.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        policy: TabularPolicy | None = None,
+        seed: int = 0,
+        argmax: bool = False,
+        iterations: int | None = None,
+    ) -> None:
+        if policy is None and iterations is None:
+            raise ValueError("CfrOpponent needs a policy or a number of iterations")
         self.name = name
         self.policy = policy
+        self.iterations = iterations
         self.argmax = argmax
         self._rng = np.random.default_rng(seed)
 
     def probabilities(self, view: SeatView) -> list[tuple[int, float]]:
         """The policy's (action, probability) pairs over the legal actions at ``view``."""
         state = pyspiel_state(view, self.name)
+        if self.policy is None:
+            assert self.iterations is not None
+            self.policy = cfr_policy(game_key(state.get_game()), self.iterations)
         key = state.information_state_string(view.seat)
         try:
             pairs = self.policy[key]

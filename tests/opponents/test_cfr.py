@@ -79,10 +79,15 @@ def test_argmax_breaks_ties_towards_the_lowest_action(spiel_view) -> None:
     assert opponent.act(spiel_view(state)) == 0
 
 
-def test_cache_file_is_written_and_reused(isolated_cache, monkeypatch) -> None:
+def test_cache_file_is_written_and_reused(isolated_cache, monkeypatch, spiel_view) -> None:
     path = cfr.cache_path("kuhn_poker", 77)
     assert path == isolated_cache / "cfr" / "kuhn_poker_cfrplus_77.json"
-    FACTORIES["cfr"]("kuhn_poker", "77", 0)
+    opponent = FACTORIES["cfr"]("kuhn_poker", "77", 0)
+    assert not path.exists()  # solved lazily, for the game the first view shows
+    state = pyspiel.load_game("kuhn_poker").new_initial_state()
+    state.apply_action(0)
+    state.apply_action(1)
+    opponent.act(spiel_view(state))
     data = json.loads(path.read_text())
     assert (data["game"], data["solver"], data["iterations"]) == ("kuhn_poker", "cfrplus", 77)
     assert len(data["policy"]) == 12
@@ -144,3 +149,14 @@ def test_cfr_arguments_and_arenas_are_checked(name: str) -> None:
             FACTORIES[name]("kuhn_poker", bad, 0)
     with pytest.raises(ArenaError, match=r"does not support arena 'tic_tac_toe'.*kuhn_poker, leduc_poker"):
         FACTORIES[name]("tic_tac_toe", None, 0)
+
+
+def test_game_options_get_their_own_table(isolated_cache, spiel_view) -> None:
+    game = pyspiel.load_game("kuhn_poker(players=3)")
+    state = game.new_initial_state()
+    for card in (0, 1, 2):
+        state.apply_action(card)
+    opponent = FACTORIES["cfr"]("kuhn_poker", "50", 0)
+    assert opponent.act(spiel_view(state)) in (0, 1)
+    assert cfr.cache_path("kuhn_poker(players=3)", 50).exists()
+    assert cfr.cache_path("kuhn_poker(players=3)", 50).name == "kuhn_poker_players=3_cfrplus_50.json"
