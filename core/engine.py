@@ -488,7 +488,8 @@ class RolloutEngine:
                 turn = turns[i]
                 parsed = parse_action(completion.text, turn.legal_moves, all_moves[i])
                 if parsed.valid:
-                    results[i] = self._llm_step(turn, prompts[i], completion, parsed.action, parsed.move, attempts[i])
+                    move = next(m for m in turn.legal_moves if m.action == parsed.action)
+                    results[i] = self._answer_decision(state, turn, prompts[i], completion, attempts[i], move)
                     continue
                 error = parsed.error or "invalid answer"
                 if attempts[i] < max_attempts:
@@ -497,67 +498,42 @@ class RolloutEngine:
                         "Answer again with one legal move from the list."
                     )
                     continue
-                results[i] = self._invalid_step(state, turn, prompts[i], completion, error, attempts[i])
+                results[i] = self._answer_decision(state, turn, prompts[i], completion, attempts[i], None, error)
         return [r for r in results if r is not None]
 
-    def _llm_step(
-        self,
-        turn: Turn,
-        prompt: tuple[ChatMessage, ...],
-        completion: Completion,
-        action: int | None,
-        move: str | None,
-        attempts: int,
-    ) -> _Decision:
-        step = Step(
-            episode=turn.episode,
-            index=turn.step,
-            agent=turn.agent,
-            seat=turn.seat,
-            action=action,
-            move=move or str(action),
-            observation=turn.observation,
-            answer=completion.text,
-            invalid=False,
-            error=None,
-            attempts=attempts,
-            prompt=prompt,
-            completion=completion,
-        )
-        return _Decision(step=step, action=action, forfeit=False)
-
-    def _invalid_step(
+    def _answer_decision(
         self,
         state: _TrialState,
         turn: Turn,
         prompt: tuple[ChatMessage, ...],
         completion: Completion,
-        error: str,
         attempts: int,
+        move: Move | None,
+        error: str | None = None,
     ) -> _Decision:
-        forfeit = self.config.invalid_action.policy != "random"
-        action: int | None = None
-        move = "(no legal move)"
-        if not forfeit:
-            rng = np.random.default_rng(derive_seed(state.spec.seed, state.spec.trial_id, turn.step, "random"))
-            chosen: Move = turn.legal_moves[int(rng.integers(len(turn.legal_moves)))]
-            action, move = chosen.action, chosen.name
+        """The step of an LLM answer: a legal ``move``, or ``error`` and then the invalid-action policy."""
+        forfeit = False
+        if move is None:
+            forfeit = self.config.invalid_action.policy != "random"
+            if not forfeit:
+                rng = np.random.default_rng(derive_seed(state.spec.seed, state.spec.trial_id, turn.step, "random"))
+                move = turn.legal_moves[int(rng.integers(len(turn.legal_moves)))]
         step = Step(
             episode=turn.episode,
             index=turn.step,
             agent=turn.agent,
             seat=turn.seat,
-            action=action,
-            move=move,
+            action=move.action if move is not None else None,
+            move=move.name if move is not None else "(no legal move)",
             observation=turn.observation,
             answer=completion.text,
-            invalid=True,
+            invalid=error is not None,
             error=error,
             attempts=attempts,
             prompt=prompt,
             completion=completion,
         )
-        return _Decision(step=step, action=action, forfeit=forfeit)
+        return _Decision(step=step, action=step.action, forfeit=forfeit)
 
     # -- reflections --------------------------------------------------------------------------------------
 
