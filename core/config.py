@@ -22,6 +22,22 @@ from arena.core.errors import ConfigError
 T = TypeVar("T")
 
 
+def resolve_config_path(name: str | Path) -> Path:
+    """A path as given, else a config shipped in ``arena.configs`` (``kuhn_mage`` or ``kuhn_mage.yaml``)."""
+    path = Path(name)
+    if path.exists():
+        return path
+    from importlib import resources
+
+    shipped = resources.files("arena.configs")
+    for candidate in (str(name), f"{name}.yaml"):
+        entry = shipped / candidate
+        if entry.is_file():
+            return Path(str(entry))
+    available = sorted(p.name.removesuffix(".yaml") for p in shipped.iterdir() if p.name.endswith(".yaml"))
+    raise ConfigError(f"no config file {str(name)!r}; shipped configs: {', '.join(available) or 'none'}")
+
+
 def load_config(
     cls: type[T],
     path: str | Path | None = None,
@@ -29,6 +45,8 @@ def load_config(
     data: Mapping[str, Any] | None = None,
 ) -> T:
     """Build ``cls`` from a YAML file and/or a mapping, then ``key=value`` overrides."""
+    if path is not None:
+        path = resolve_config_path(path)
     source = str(path) if path is not None else "<config>"
     raw: dict[str, Any] = {}
     if path is not None:

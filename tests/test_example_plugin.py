@@ -64,3 +64,10 @@ def test_installed_plugin_is_listed_and_played(nim_installed: None, tmp_path: Pa
     # The generic renderer wrote the prompts and the plugin's reflect hook ran between the two episodes.
     assert all(t["reflections"] and t["reflections"][0]["name"] == "nim-lesson" for t in trials)
     assert all(len(t["episodes"]) == 2 for t in trials)
+
+
+@pytest.mark.slow
+def test_example_env_passes_pettingzoo_api_test(nim_installed: None) -> None:
+    code = "from arena_nim import NimEnv; from pettingzoo.test import api_test; api_test(NimEnv(), num_cycles=100)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

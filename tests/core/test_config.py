@@ -53,3 +53,13 @@ def test_missing_required_key() -> None:
 def test_override_syntax_error() -> None:
     with pytest.raises(ConfigError, match="key=value"):
         load_config(PlayConfig, data={"arena": "x", "seats": []}, overrides=["games"])
+
+
+def test_shipped_configs_load_by_name() -> None:
+    config = load_config(PlayConfig, "play_kuhn_trials")
+    assert config.arena == "kuhn_poker" and config.trial.episodes == 3
+
+
+def test_missing_config_lists_shipped_ones() -> None:
+    with pytest.raises(ConfigError, match=r"no config file 'nope'; shipped configs: .*play_kuhn_trials"):
+        load_config(PlayConfig, "nope")
