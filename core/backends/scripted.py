@@ -68,15 +68,18 @@ class ScriptedBackend:
             for _ in range(request.n):
                 text = self.responder(request, rng)
                 temperature = request.segments[-1].temperature
-                token_ids = tuple(text.encode("utf-8"))[: request.max_new_tokens]
-                text = bytes(token_ids).decode("utf-8", errors="ignore")
+                # Tokens are UTF-8 bytes, cut at the budget like a real model's answer; a cut through a character
+                # or a lone surrogate from the responder becomes U+FFFD rather than an exception.
+                token_ids = tuple(text.encode("utf-8", errors="surrogatepass"))[: request.max_new_tokens]
+                text = bytes(token_ids).decode("utf-8", errors="replace")
+                finish = "length" if len(token_ids) >= request.max_new_tokens else "stop"
                 completions.append(
                     Completion(
                         text=text,
                         token_ids=token_ids,
                         logprobs=(0.0,) * len(token_ids),
                         temperatures=(temperature,) * len(token_ids),
-                        finish_reason="stop",
+                        finish_reason=finish,
                     )
                 )
             out.append(completions)
