@@ -186,6 +186,73 @@ def play_cmd(
         print_table(result)
 
 
+@cli.group("models", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def models_cmd(ctx: click.Context, as_json: bool) -> None:
+    """List built-in models: name, parameters, where cached, whether built."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from arena.core.models.listing import list_models
+
+    rows = list_models()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    _print_rows(
+        [
+            (
+                r["name"],
+                f"{r['parameters']:,}" if r.get("parameters") else "-",
+                r.get("default_backend", ""),
+                "yes" if r.get("built") else "no",
+                r.get("path") or "-",
+            )
+            for r in rows
+        ],
+        ("name", "parameters", "backend", "built", "path"),
+    )
+
+
+@models_cmd.command("build")
+@click.argument("name")
+@click.option("--force", is_flag=True, help="Rebuild even if cached.")
+def models_build_cmd(name: str, force: bool) -> None:
+    """Build (or cache) a built-in model now instead of on first use."""
+    from arena.core.models.listing import build_model
+
+    path = build_model(name, force=force)
+    click.echo(str(path))
+
+
+@cli.group("bench")
+def bench_cmd() -> None:
+    """Benchmarks: measured numbers, printed (or as JSON)."""
+
+
+@bench_cmd.command("rollout")
+@click.option("--model", default="tiny", show_default=True)
+@click.option("--backend", default=None, help="Backend (default: the model's).")
+@click.option("--trials", type=int, default=256, show_default=True)
+@click.option("--episodes", type=int, default=3, show_default=True)
+@click.option("--max-new-tokens", type=int, default=48, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench_rollout_cmd(
+    model: str, backend: str | None, trials: int, episodes: int, max_new_tokens: int, as_json: bool
+) -> None:
+    """Concurrent Kuhn trials with reflections vs raw batched generate of the same batches."""
+    from arena.core.bench import bench_rollout
+
+    result = bench_rollout(
+        model=model, backend=backend, trials=trials, episodes=episodes, max_new_tokens=max_new_tokens
+    )
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    for key, value in result.items():
+        click.echo(f"{key:<28} {value}")
+
+
 def _add_plugin_commands() -> None:
     registration_manager().hook.register_commands(cli=cli)
 
