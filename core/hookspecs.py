@@ -27,7 +27,7 @@ run enables.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from arena.core.markers import hookspec
@@ -42,6 +42,7 @@ from arena.core.records import (
     TrialSpec,
     Turn,
 )
+from arena.core.samples import Sample
 
 # --------------------------------------------------------------------------------------------------------------
 # Registration (every installed plugin, once per process)
@@ -176,7 +177,7 @@ def trial_end(trial: TrialRecord) -> None:
 
 
 @hookspec
-def compute_rewards(trial: TrialRecord, samples: list[Any]) -> dict[int, dict[str, float]] | None:
+def compute_rewards(trial: TrialRecord, samples: list[Sample]) -> dict[int, dict[str, float]] | None:
     """After a trial is turned into samples: named reward terms (penalties, HeRL bonus, EMPO² novelty).
 
     Return ``{sample_index: {term_name: value}}``. Results: terms of all plugins are merged; the same term
@@ -185,7 +186,7 @@ def compute_rewards(trial: TrialRecord, samples: list[Any]) -> dict[int, dict[st
 
 
 @hookspec
-def augment_group(group: Any, generate: Callable[..., Any]) -> list[Any] | None:
+def augment_group(group: list[Sample], generate: Callable[..., Any]) -> list[Sample] | None:
     """After a group of samples is scored: add or replace samples (HeRL revisions, GOLF refinements).
 
     ``generate(requests)`` queues generations that are batched with every other plugin's in the same tick.
@@ -194,15 +195,18 @@ def augment_group(group: Any, generate: Callable[..., Any]) -> list[Any] | None:
 
 
 @hookspec(firstresult=True)
-def compute_advantages(samples: list[Any], config: Any) -> list[float] | None:
+def compute_advantages(samples: list[Sample], options: Mapping[str, Mapping[str, Any]]) -> list[float] | None:
     """After rewards and returns: one advantage per sample (GRPO, GiGPO, RLOO, RAE, MAGE, MENTOR).
 
+    ``options`` maps plugin names to the learner's settings for them (``options["grpo"]["std_norm"]``).
     firstresult: exactly one estimator per learner.
     """
 
 
 @hookspec(firstresult=True)
-def normalize_advantages(samples: list[Any], advantages: list[float], config: Any) -> list[float] | None:
+def normalize_advantages(
+    samples: list[Sample], advantages: list[float], options: Mapping[str, Mapping[str, Any]]
+) -> list[float] | None:
     """After ``compute_advantages``: rescale (per-opponent groups, std on/off, RAE baselines).
 
     firstresult; when no plugin answers the advantages are used as they are.
@@ -210,7 +214,7 @@ def normalize_advantages(samples: list[Any], advantages: list[float], config: An
 
 
 @hookspec(firstresult=True)
-def training_view(sample: Any) -> Any | None:
+def training_view(sample: Sample) -> Sample | None:
     """Before the loss: the context the trainer conditions on, when it differs from the rollout's.
 
     EMPO² strips ``<tip>`` blocks here. firstresult; None keeps the rollout context.

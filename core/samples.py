@@ -1,0 +1,54 @@
+"""The unit of learning: one LLM turn of a learner (an action, a reflection, a tip, a revision...).
+
+Samples are frozen; every stage (rewards, returns, advantages, training view) returns new ones with
+``attrs.evolve``. ``context_ids`` is what the trainer conditions on; ``rollout_context_ids`` is what the policy
+saw when it sampled (they differ when a plugin changes the training view, as EMPO² strips its tips), and
+``behaviour_logprobs`` were measured in the rollout context at ``temperatures``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+LossKind = Literal["ppo", "shaped_ratio", "shaped_prob", "sft", "dpo_chosen", "dpo_rejected"]
+
+
+@attrs.frozen
+class Sample:
+    learner: str
+    trial_id: str
+    episode: int
+    turn: int
+    agent: str
+    kind: str
+    context_ids: tuple[int, ...]
+    completion_ids: tuple[int, ...]
+    behaviour_logprobs: tuple[float, ...]
+    temperatures: tuple[float, ...]
+    context_text: str = ""
+    completion_text: str = ""
+    rollout_context_ids: tuple[int, ...] | None = None
+    rollout_context_text: str | None = None
+    loss: LossKind = "ppo"
+    group_id: str = ""
+    anchor: str | None = None
+    opponent: str | None = None
+    reward_terms: dict[str, float] = attrs.field(factory=dict)
+    ret: float = 0.0
+    advantage: float = 0.0
+    meta: dict[str, Any] = attrs.field(factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        n = len(self.completion_ids)
+        if len(self.behaviour_logprobs) != n or len(self.temperatures) != n:
+            raise ValueError(
+                f"sample of trial {self.trial_id!r}: {n} completion tokens but {len(self.behaviour_logprobs)} "
+                f"log-probs and {len(self.temperatures)} temperatures"
+            )
+
+    @property
+    def reward(self) -> float:
+        """The sum of the named reward terms."""
+        return float(sum(self.reward_terms.values()))
