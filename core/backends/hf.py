@@ -1,0 +1,453 @@
+"""The ``hf`` backend: batched sampling from a ``transformers`` causal LM, with exact behaviour log-probs.
+
+Why a hand-written loop instead of ``model.generate``: every token must carry the log-prob of the distribution it
+was *actually* drawn from (logits / T of its segment, after top-p), rows switch segments (temperature, top-p) at
+their own moments, and the randomness of a row must not depend on what else is in the batch. So:
+
+* all rows of all requests (``n`` rows per request) share one left-padded batch with an explicit attention mask,
+  ``position_ids = cumsum(mask) - 1`` (so padding never shifts positions) and one KV cache;
+* finished rows leave the batch (``index_select`` on the cache; padding columns that only they needed are trimmed),
+  so a long answer does not make short ones pay;
+* each row draws one uniform per step from a counter-based hash, splitmix64(row seed, step), computed in torch int64
+  ops, and samples by inverse CDF — the same seed gives the same draws whatever the batch around it;
+* the trainer shares ``backend.model`` itself, so weights never need copying (``sync_weights`` is a no-op).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import attrs
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
+
+from arena.core.backends.base import Completion, GenerationRequest, Segment
+from arena.core.models import resolve_model
+from arena.core.seeding import derive_seed
+
+# --- counter-based randomness -------------------------------------------------------------------------------------
+
+_MASK64 = (1 << 64) - 1
+
+
+def _signed(value: int) -> int:
+    """A 64-bit constant as the int64 that torch stores (two's complement)."""
+    value &= _MASK64
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+_GAMMA = _signed(0x9E3779B97F4A7C15)
+_MIX1 = _signed(0xBF58476D1CE4E5B9)
+_MIX2 = _signed(0x94D049BB133111EB)
+
+
+def _shr(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Logical right shift of int64 (torch's ``>>`` is arithmetic, so mask off the sign extension)."""
+    return (x >> bits) & ((1 << (64 - bits)) - 1)
+
+
+def _mix64(z: torch.Tensor) -> torch.Tensor:
+    """splitmix64's finaliser on int64 tensors; multiplication wraps modulo 2**64 like the uint64 original."""
+    z = (z ^ _shr(z, 30)) * _MIX1
+    z = (z ^ _shr(z, 27)) * _MIX2
+    return z ^ _shr(z, 31)
+
+
+def row_uniforms(row_keys: torch.Tensor, step: int) -> torch.Tensor:
+    """One float64 uniform in [0, 1) per row for this step: splitmix64 output ``step`` of the stream ``row_key``.
+
+    ``row_keys`` are already-mixed int64 seeds (see ``row_key``). Counter-based, so a row's draws depend only on its
+    key and the step: not on batch size, batch order, or how many draws other rows made.
+    """
+    z = _mix64(row_keys + _signed((step + 1) * _GAMMA))
+    return _shr(z, 11).to(torch.float64) * (1.0 / (1 << 53))
+
+
+def row_key(seed: int) -> int:
+    """Mix a 64-bit seed once, so nearby seeds (0, 1, 2 ...) give unrelated streams."""
+    return int(_mix64(torch.tensor([_signed(seed)], dtype=torch.int64)).item())
+
+
+# --- sampling -------------------------------------------------------------------------------------------------------
+
+
+def sample_tokens(
+    logits: torch.Tensor, temperatures: torch.Tensor, top_ps: torch.Tensor, uniforms: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample one token per row; returns ``(token ids, behaviour log-probs)``.
+
+    Row ``i`` uses ``logits[i] / temperatures[i]``; ``temperatures[i] == 0`` is greedy (argmax, and the recorded
+    log-prob is ``log_softmax(logits)[token]`` at T = 1: the greedy distribution itself is a point mass with
+    log-prob 0, which would tell the trainer nothing). With ``top_ps[i] < 1`` the distribution is truncated to the
+    smallest set of most likely tokens whose mass reaches top-p (ties broken by token id) and renormalised; the
+    recorded log-prob is under that truncated distribution. Sampling is inverse-CDF with ``uniforms[i]`` (float64)
+    over vocabulary order (top-p = 1) or probability-sorted order (top-p < 1); no Python loop over rows or vocab.
+    """
+    logits = logits.float()
+    rows, vocab = logits.shape
+    greedy = temperatures <= 0
+    scale = torch.where(greedy, torch.ones_like(temperatures), temperatures).to(logits.dtype)
+    logp = torch.log_softmax(logits / scale.unsqueeze(-1), dim=-1)
+    tokens = torch.empty(rows, dtype=torch.long, device=logits.device)
+    logprobs = torch.empty(rows, dtype=torch.float64, device=logits.device)
+
+    if bool(greedy.any()):
+        idx = greedy.nonzero().squeeze(-1)
+        picked = logits[idx].argmax(dim=-1)
+        tokens[idx] = picked
+        logprobs[idx] = logp[idx].gather(-1, picked.unsqueeze(-1)).squeeze(-1).double()
+
+    plain = ~greedy & (top_ps >= 1.0)
+    if bool(plain.any()):
+        idx = plain.nonzero().squeeze(-1)
+        row_logp = logp[idx]
+        cdf = row_logp.double().exp().cumsum(dim=-1)
+        target = (uniforms[idx] * cdf[:, -1]).unsqueeze(-1)
+        picked = torch.searchsorted(cdf, target, right=True).clamp(max=vocab - 1)
+        tokens[idx] = picked.squeeze(-1)
+        logprobs[idx] = row_logp.gather(-1, picked).squeeze(-1).double()
+
+    nucleus = ~greedy & (top_ps < 1.0)
+    if bool(nucleus.any()):
+        idx = nucleus.nonzero().squeeze(-1)
+        sorted_logp, order = logp[idx].sort(dim=-1, descending=True, stable=True)
+        probs = sorted_logp.double().exp()
+        before = probs.cumsum(dim=-1) - probs  # mass of the strictly more likely tokens
+        keep = before < top_ps[idx].double().unsqueeze(-1)
+        keep[:, 0] = True
+        kept_cdf = (probs * keep).cumsum(dim=-1)
+        total = kept_cdf[:, -1]
+        target = (uniforms[idx] * total).unsqueeze(-1)
+        last_kept = (keep.sum(dim=-1, keepdim=True) - 1).clamp(min=0)
+        pos = torch.minimum(torch.searchsorted(kept_cdf, target, right=True), last_kept)
+        tokens[idx] = order.gather(-1, pos).squeeze(-1)
+        logprobs[idx] = sorted_logp.gather(-1, pos).squeeze(-1).double() - total.log()
+    return tokens, logprobs
+
+
+# --- per-row bookkeeping --------------------------------------------------------------------------------------------
+
+
+@attrs.define
+class _Row:
+    """One sample in flight: its tokens so far and where it is in its request's segment plan."""
+
+    request: GenerationRequest
+    prompt: list[int]
+    key: int
+    tokens: list[int] = attrs.field(factory=list)
+    logprobs: list[float] = attrs.field(factory=list)
+    temperatures: list[float] = attrs.field(factory=list)
+    segment: int = 0
+    segment_start: int = 0
+    finish_reason: str | None = None
+
+    @property
+    def current(self) -> Segment:
+        return self.request.segments[self.segment]
+
+    @property
+    def is_last_segment(self) -> bool:
+        return self.segment == len(self.request.segments) - 1
+
+
+def _tail_tokens(stops: Sequence[str]) -> int:
+    """How many trailing tokens surely cover a stop string: every token carries at least one byte, plus slack."""
+    return max(len(s.encode("utf-8")) for s in stops) + 8
+
+
+class HFBackend:
+    """Samples completions from a ``transformers`` causal LM; see the module docstring for how and why.
+
+    ``model`` is a registered model name (``arena.core.models``), a local directory, a hub id, or an already loaded
+    ``PreTrainedModel`` (then ``tokenizer`` should be given too; ``device``/``dtype`` only move or cast it when
+    given). Strings default to cuda when available (bfloat16) else cpu (float32).
+    """
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model: str | PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        device: str | None = None,
+        dtype: str | torch.dtype | None = None,
+    ) -> None:
+        if isinstance(model, str):
+            self.model_name = model
+            path = resolve_model(model)
+            local = Path(path).exists()
+            target = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+            torch_dtype = _as_dtype(dtype) or (torch.bfloat16 if target.type == "cuda" else torch.float32)
+            loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, local_files_only=local)
+            self.model: PreTrainedModel = cast(Any, loaded).to(target)
+            if tokenizer is None:
+                tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=local)
+        else:
+            self.model_name = str(getattr(model, "name_or_path", "") or type(model).__name__)
+            self.model = model
+            if device is not None:
+                self.model = cast(Any, self.model).to(torch.device(device))
+            if dtype is not None:
+                self.model = cast(Any, self.model).to(_as_dtype(dtype))
+            if tokenizer is None:
+                tokenizer = AutoTokenizer.from_pretrained(
+                    self.model_name, local_files_only=Path(self.model_name).exists()
+                )
+        assert tokenizer is not None
+        self.tokenizer: PreTrainedTokenizerBase = tokenizer
+        self.model.eval()
+        self.eos_ids = _eos_ids(self.model, self.tokenizer)
+        pad = self.tokenizer.pad_token_id
+        if pad is None:
+            pad = min(self.eos_ids) if self.eos_ids else 0
+        self.pad_id = int(pad)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def sync_weights(self, state: dict[str, torch.Tensor] | None = None) -> None:
+        """No-op: the trainer updates ``self.model`` itself (the very same object), so there is nothing to copy.
+
+        Kept so that trainers can call ``backend.sync_weights(...)`` on every backend alike (vLLM must copy).
+        """
+
+    # --- prompts --------------------------------------------------------------------------------------------------
+
+    def prompt_ids(self, request: GenerationRequest) -> list[int]:
+        """The prompt token ids for ``request``: given ids, else the chat template (or newline-joined contents).
+
+        An empty prompt becomes one BOS/EOS/pad token, since the first token must be predicted from something.
+        """
+        if request.prompt_token_ids is not None:
+            ids = [int(i) for i in request.prompt_token_ids]
+        elif getattr(self.tokenizer, "chat_template", None):
+            conversation = [{"role": m.role, "content": m.content} for m in request.messages]
+            # tokenize=False then encode: in transformers 5 tokenize=True returns a BatchEncoding, not a list.
+            text = self.tokenizer.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+            ids = list(self.tokenizer(str(text), add_special_tokens=False)["input_ids"])
+        else:
+            text = "\n".join(m.content for m in request.messages)
+            ids = list(self.tokenizer(text)["input_ids"])
+        if not ids:
+            bos = self.tokenizer.bos_token_id
+            ids = [int(bos) if bos is not None else self.pad_id]
+        return ids
+
+    def decode(self, token_ids: Sequence[int]) -> str:
+        """Text of ``token_ids`` without special tokens; never raises (broken UTF-8 becomes U+FFFD)."""
+        try:
+            return str(self.tokenizer.decode(list(token_ids), skip_special_tokens=True))
+        except Exception:
+            pieces = []
+            for token in token_ids:
+                try:
+                    pieces.append(str(self.tokenizer.decode([token], skip_special_tokens=True)))
+                except Exception:
+                    pieces.append("\ufffd")
+            return "".join(pieces)
+
+    # --- generation -------------------------------------------------------------------------------------------------
+
+    @torch.inference_mode()
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[list[Completion]]:
+        """``request.n`` completions per request, in order, all rows sampled in one batched loop."""
+        rows: list[_Row] = []
+        for position, request in enumerate(requests):
+            prompt = self.prompt_ids(request)
+            for k in range(request.n):
+                seed = (
+                    derive_seed(request.seed, k)
+                    if request.seed is not None
+                    else derive_seed("hf-position", position, k)
+                )
+                row = _Row(request=request, prompt=prompt, key=row_key(seed))
+                while not row.is_last_segment and row.current.max_new_tokens == 0:
+                    row.segment += 1  # a leading segment allowed zero tokens is skipped outright
+                rows.append(row)
+        if rows:
+            self._run(rows)
+        out: list[list[Completion]] = []
+        it = iter(rows)
+        for request in requests:
+            completions = []
+            for _ in range(request.n):
+                row = next(it)
+                completions.append(
+                    Completion(
+                        text=self.decode(row.tokens),
+                        token_ids=tuple(row.tokens),
+                        logprobs=tuple(row.logprobs),
+                        temperatures=tuple(row.temperatures),
+                        prompt_token_ids=tuple(row.prompt),
+                        finish_reason=row.finish_reason or "length",
+                    )
+                )
+            out.append(completions)
+        return out
+
+    def _run(self, rows: list[_Row]) -> None:
+        device = self.device
+        width = max(len(r.prompt) for r in rows)
+        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):
+            input_ids[i, width - len(row.prompt) :] = torch.tensor(row.prompt, dtype=torch.long)
+            mask[i, width - len(row.prompt) :] = 1
+        input_ids, mask = input_ids.to(device), mask.to(device)
+        positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)
+        keys = torch.tensor([r.key for r in rows], dtype=torch.int64, device=device)
+        cache = DynamicCache(config=self.model.config)
+        logits = self.model(
+            input_ids=input_ids,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        ).logits[:, -1, :]
+        next_position = positions[:, -1] + 1
+        active = list(range(len(rows)))
+        settings = self._settings([rows[i] for i in active], device)
+        step = 0
+        while True:
+            tokens, logprobs = sample_tokens(logits, settings[0], settings[1], row_uniforms(keys, step))
+            token_list = tokens.tolist()
+            logprob_list = logprobs.tolist()
+            still: list[int] = []
+            switched = False
+            for j, i in enumerate(active):
+                row = rows[i]
+                segment = row.segment
+                self._advance(row, token_list[j], logprob_list[j])
+                switched = switched or row.segment != segment
+                if row.finish_reason is None:
+                    still.append(j)
+            if not still:
+                return
+            if len(still) < len(active):
+                keep = torch.tensor(still, dtype=torch.long, device=device)
+                cache.batch_select_indices(keep)
+                mask, tokens, next_position, keys = mask[keep], tokens[keep], next_position[keep], keys[keep]
+                active = [active[j] for j in still]
+                mask = _trim_padding(cache, mask)
+                switched = True
+            if switched:
+                settings = self._settings([rows[i] for i in active], device)
+            mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=-1)
+            logits = self.model(
+                input_ids=tokens.unsqueeze(-1),
+                attention_mask=mask,
+                position_ids=next_position.unsqueeze(-1),
+                past_key_values=cache,
+                use_cache=True,
+            ).logits[:, -1, :]
+            next_position = next_position + 1
+            step += 1
+
+    @staticmethod
+    def _settings(rows: Sequence[_Row], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        temperatures = torch.tensor([r.current.temperature for r in rows], dtype=torch.float32, device=device)
+        top_ps = torch.tensor([r.current.top_p for r in rows], dtype=torch.float32, device=device)
+        return temperatures, top_ps
+
+    def _advance(self, row: _Row, token: int, logprob: float) -> None:
+        """Record a sampled token, then decide whether the row switches segment or finishes."""
+        segment = row.current
+        row.tokens.append(token)
+        row.logprobs.append(logprob)
+        row.temperatures.append(float(segment.temperature))
+        count = len(row.tokens)
+        if token in self.eos_ids:
+            row.finish_reason = "stop"
+            return
+        request_stops: tuple[str, ...] = tuple(getattr(row.request, "stop", ()) or ())
+        if request_stops and self._ends_with(row.tokens, 0, request_stops):
+            row.finish_reason = "stop"
+            return
+        if segment.stop and self._ends_with(row.tokens, row.segment_start, segment.stop):
+            if row.is_last_segment:
+                row.finish_reason = "stop"
+                return
+            self._next_segment(row)
+        elif segment.max_new_tokens is not None and count - row.segment_start >= segment.max_new_tokens:
+            if row.is_last_segment:
+                row.finish_reason = "length"
+                return
+            self._next_segment(row)
+        if count >= row.request.max_new_tokens:
+            row.finish_reason = "length"
+
+    @staticmethod
+    def _next_segment(row: _Row) -> None:
+        row.segment += 1
+        row.segment_start = len(row.tokens)
+        # A middle segment allowed zero tokens is skipped outright.
+        while not row.is_last_segment and row.current.max_new_tokens == 0:
+            row.segment += 1
+
+    def _ends_with(self, tokens: list[int], start: int, stops: Sequence[str]) -> bool:
+        """Whether the text of ``tokens[start:]`` ends with a stop string, decoding only the tail that can matter."""
+        tail = tokens[max(start, len(tokens) - _tail_tokens(stops)) :]
+        text = self.decode(tail)
+        return any(text.endswith(s) for s in stops if s)
+
+
+def _trim_padding(cache: DynamicCache, mask: torch.Tensor) -> torch.Tensor:
+    """Drop leading columns that are padding for every remaining row (from the mask and, in place, the cache).
+
+    Only plain full-attention ``DynamicLayer`` caches are trimmed; anything else (sliding windows, linear attention)
+    keeps its columns, which is merely slower.
+    """
+    from transformers.cache_utils import DynamicLayer
+
+    used = mask.any(dim=0).nonzero()
+    trim = int(used[0].item()) if used.numel() else 0
+    if trim == 0 or not all(type(layer) is DynamicLayer for layer in cache.layers):
+        return mask
+    for layer in cache.layers:
+        keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
+        if keys is None or values is None or keys.shape[-2] != mask.shape[-1]:
+            return mask  # an unexpected layout: leave everything as it is (already-trimmed layers are none)
+    for layer in cache.layers:
+        layer_any = cast(Any, layer)
+        layer_any.keys = layer_any.keys[..., trim:, :]
+        layer_any.values = layer_any.values[..., trim:, :]
+    return mask[:, trim:]
+
+
+def _as_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    value = getattr(torch, dtype.removeprefix("torch."), None)
+    if not isinstance(value, torch.dtype):
+        raise ValueError(f"unknown dtype {dtype!r}")
+    return value
+
+
+def _eos_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> frozenset[int]:
+    """End-of-sequence ids from the tokenizer and the model's generation config (chat models often list several)."""
+    ids: set[int] = set()
+    candidates: list[Any] = [tokenizer.eos_token_id]
+    generation_config = getattr(model, "generation_config", None)
+    if generation_config is not None:
+        candidates.append(generation_config.eos_token_id)
+    for value in candidates:
+        if value is None:
+            continue
+        if isinstance(value, int):
+            ids.add(value)
+        else:
+            ids.update(int(v) for v in value)
+    return frozenset(ids)
+
+
+def make_hf_backend(model: str, **options: Any) -> HFBackend:
+    """Registry factory: ``factory(model=..., **options)`` with options ``tokenizer``, ``device``, ``dtype``."""
+    return HFBackend(model, **options)
+
+
+__all__ = ["HFBackend", "make_hf_backend", "row_key", "row_uniforms", "sample_tokens"]
