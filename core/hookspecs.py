@@ -195,8 +195,13 @@ def augment_group(group: list[Sample], generate: Callable[..., Any]) -> list[Sam
 
 
 @hookspec(firstresult=True)
-def compute_advantages(samples: list[Sample], options: Mapping[str, Mapping[str, Any]]) -> list[float] | None:
+def compute_advantages(
+    samples: list[Sample], options: Mapping[str, Mapping[str, Any]]
+) -> list[float | list[float]] | None:
     """After rewards and returns: one advantage per sample (GRPO, GiGPO, RLOO, RAE, MAGE, MENTOR).
+
+    An advantage is a float (every completion token gets it) or a list with one value per completion token
+    (RAE puts a turn's advantage on its last token). Called exactly once per training batch (RAE keeps state).
 
     ``options`` maps plugin names to the learner's settings for them (``options["grpo"]["std_norm"]``).
     firstresult: exactly one estimator per learner.
@@ -205,8 +210,8 @@ def compute_advantages(samples: list[Sample], options: Mapping[str, Mapping[str,
 
 @hookspec(firstresult=True)
 def normalize_advantages(
-    samples: list[Sample], advantages: list[float], options: Mapping[str, Mapping[str, Any]]
-) -> list[float] | None:
+    samples: list[Sample], advantages: list[float | list[float]], options: Mapping[str, Mapping[str, Any]]
+) -> list[float | list[float]] | None:
     """After ``compute_advantages``: rescale (per-opponent groups, std on/off, RAE baselines).
 
     firstresult; when no plugin answers the advantages are used as they are.

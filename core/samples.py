@@ -37,7 +37,7 @@ class Sample:
     opponent: str | None = None
     reward_terms: dict[str, float] = attrs.field(factory=dict)
     ret: float = 0.0
-    advantage: float = 0.0
+    advantage: float | list[float] = 0.0
     meta: dict[str, Any] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:

@@ -1,0 +1,343 @@
+"""The learner's update: token-level losses over samples, micro-batched by token budget, with accelerate.
+
+One call of ``Trainer.update(samples)`` is one batch of experience: ``epochs`` passes, each split into
+``minibatches`` optimizer steps; every minibatch is cut into micro-batches of at most ``micro_batch_tokens``
+tokens whose gradients accumulate. Each sample's loss follows its ``Sample.loss``:
+
+* ``ppo``: PPO-clip against the behaviour log-probs (clip low/high, optional dual clip);
+* ``shaped_ratio`` / ``shaped_prob``: the shaped off-policy loss −A·f with f = r/(r+γ) or π/(π+γ) (HeRL, GOLF);
+* ``sft``: negative log-likelihood (SAFARI, warm starts);
+* ``dpo_chosen`` / ``dpo_rejected``: DPO on pairs sharing ``meta["pair"]``, against the frozen reference.
+
+plus k3 KL to the frozen reference (``kl_coef``) and an entropy bonus (``entropy_coef``). Log-probs are
+recomputed with each token's sampling temperature. Aggregation weights are computed once per minibatch, so the
+result does not depend on how it is cut into micro-batches. A non-finite loss or gradient skips the step and
+says so in the metrics.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
+
+import attrs
+import torch
+
+from arena.core import losses
+from arena.core.logprobs import policy_logprobs
+from arena.core.samples import Sample
+
+Aggregation = Literal["token_mean", "seq_mean_token_mean", "seq_sum"]
+
+
+@attrs.frozen
+class LossConfig:
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    dual_clip: float | None = None
+    shaped_ratio_gamma: float = 1.0
+    shaped_prob_gamma: float = 0.1
+    kl_coef: float = 0.0
+    entropy_coef: float = 0.0
+    aggregation: Aggregation = "token_mean"
+    seq_sum_constant: int | None = None
+    low_prob_mask: Literal["off", "token", "sequence"] = "off"
+    low_prob_threshold: float = -5.0
+    dpo_beta: float = 0.1
+    sft_coef: float = 1.0
+
+
+@attrs.frozen
+class OptimConfig:
+    lr: float = 1e-6
+    weight_decay: float = 0.0
+    betas: list[float] = attrs.field(factory=lambda: [0.9, 0.999])
+    eps: float = 1e-8
+    schedule: Literal["constant", "linear", "cosine"] = "constant"
+    warmup_steps: int = 0
+    total_steps: int = 0
+    grad_clip: float = 1.0
+    epochs: int = 1
+    minibatches: int = 1
+    micro_batch_tokens: int = 8192
+
+
+def _schedule(config: OptimConfig) -> Any:
+    def factor(step: int) -> float:
+        if config.warmup_steps and step < config.warmup_steps:
+            return (step + 1) / config.warmup_steps
+        if config.schedule == "constant" or config.total_steps <= 0:
+            return 1.0
+        progress = min(1.0, (step - config.warmup_steps) / max(1, config.total_steps - config.warmup_steps))
+        if config.schedule == "linear":
+            return 1.0 - progress
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    return factor
+
+
+def token_weights(lengths: Sequence[int], aggregation: Aggregation, constant: int | None) -> list[float]:
+    """The weight of each token of each sample so that Σ weight·ℓ is the minibatch's aggregated loss."""
+    n_seq = max(1, len(lengths))
+    if aggregation == "token_mean":
+        total = max(1, sum(lengths))
+        return [1.0 / total for _ in lengths]
+    if aggregation == "seq_mean_token_mean":
+        return [1.0 / (n_seq * max(1, n)) for n in lengths]
+    norm = constant or max(lengths, default=1) or 1
+    return [1.0 / (n_seq * norm) for _ in lengths]
+
+
+class Trainer:
+    """Updates ``model`` from samples. ``accelerator`` (``accelerate.Accelerator``) places and syncs it."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        optim: OptimConfig,
+        loss: LossConfig,
+        accelerator: Any | None = None,
+        pad_id: int = 0,
+    ) -> None:
+        from accelerate import Accelerator
+
+        self.accelerator = accelerator or Accelerator(cpu=not torch.cuda.is_available())
+        self.optim_config = optim
+        self.loss_config = loss
+        self.pad_id = pad_id
+        optimizer = torch.optim.AdamW(
+            [p for p in model.parameters() if p.requires_grad],
+            lr=optim.lr,
+            betas=(optim.betas[0], optim.betas[1]),
+            eps=optim.eps,
+            weight_decay=optim.weight_decay,
+        )
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(optim))
+        self.model, self.optimizer, self.scheduler = self.accelerator.prepare(model, optimizer, scheduler)
+        self.reference: torch.nn.Module | None = None  # built lazily: only KL and DPO need it
+        self.steps = 0
+
+    # -- reference model ----------------------------------------------------------------------------------
+
+    def reference_model(self) -> torch.nn.Module:
+        """A frozen copy of the policy as it was when first needed (the start of training)."""
+        if self.reference is None:
+            ref = copy.deepcopy(self.accelerator.unwrap_model(self.model))
+            ref.eval()
+            for p in ref.parameters():
+                p.requires_grad_(False)
+            self.reference = ref
+        return self.reference
+
+    # -- batching -----------------------------------------------------------------------------------------
+
+    def micro_batches(self, samples: Sequence[Sample]) -> Iterator[list[int]]:
+        """Indices grouped by token budget, longest first; DPO pairs never split."""
+        units: list[list[int]] = []
+        pairs: dict[Any, list[int]] = {}
+        for i, s in enumerate(samples):
+            if s.loss in ("dpo_chosen", "dpo_rejected"):
+                pairs.setdefault(s.meta.get("pair"), []).append(i)
+            else:
+                units.append([i])
+        units.extend(pairs.values())
+
+        def size(unit: list[int]) -> int:
+            return sum(len(samples[i].context_ids) + len(samples[i].completion_ids) for i in unit)
+
+        units.sort(key=lambda u: (-size(u), u[0]))
+        batch: list[int] = []
+        longest = 0
+        for unit in units:
+            width = max(len(samples[i].context_ids) + len(samples[i].completion_ids) for i in unit)
+            rows = len(batch) + len(unit)
+            if batch and max(longest, width) * rows > self.optim_config.micro_batch_tokens:
+                yield batch
+                batch, longest = [], 0
+            batch.extend(unit)
+            longest = max(longest, width)
+        if batch:
+            yield batch
+
+    # -- the update ---------------------------------------------------------------------------------------
+
+    def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+        """Train on ``samples``; returns averaged metrics (losses, KL, entropy, clip fraction, tokens/s...)."""
+        samples = [s for s in samples if s.completion_ids]
+        started = time.perf_counter()
+        sums: dict[str, float] = {}
+        counts: dict[str, int] = {}
+        skipped = 0
+        tokens = 0
+        if not samples:
+            return {"train/samples": 0.0}
+        self.model.train()
+        order = list(range(len(samples)))
+        per_minibatch = math.ceil(len(order) / max(1, self.optim_config.minibatches))
+        for _ in range(self.optim_config.epochs):
+            for start in range(0, len(order), per_minibatch):
+                minibatch = [samples[i] for i in order[start : start + per_minibatch]]
+                weights = token_weights(
+                    [len(s.completion_ids) for s in minibatch],
+                    self.loss_config.aggregation,
+                    self.loss_config.seq_sum_constant,
+                )
+                ok = True
+                step_loss = 0.0
+                for micro in self.micro_batches(minibatch):
+                    batch = [minibatch[i] for i in micro]
+                    loss, stats = self._micro_loss(batch, [weights[i] for i in micro], len(minibatch))
+                    if not torch.isfinite(loss):
+                        ok = False
+                        break
+                    self.accelerator.backward(loss)
+                    step_loss += float(loss.detach())  # micro losses add up to the minibatch's loss
+                    tokens += sum(len(s.completion_ids) for s in batch)
+                    for key, value in stats.items():
+                        sums[key] = sums.get(key, 0.0) + value
+                        counts[key] = counts.get(key, 0) + 1
+                grad_norm = float("nan")
+                if ok:
+                    grad_norm = float(
+                        self.accelerator.clip_grad_norm_(self.model.parameters(), self.optim_config.grad_clip)
+                    )
+                    ok = math.isfinite(grad_norm)
+                if ok:
+                    self.optimizer.step()
+                    self.scheduler.step()
+                    self.steps += 1
+                    for key, value in (("train/grad_norm", grad_norm), ("train/loss", step_loss)):
+                        sums[key] = sums.get(key, 0.0) + value
+                        counts[key] = counts.get(key, 0) + 1
+                else:
+                    skipped += 1
+                self.optimizer.zero_grad(set_to_none=True)
+        seconds = time.perf_counter() - started
+        metrics = {k: sums[k] / counts[k] for k in sums}
+        metrics.update(
+            {
+                "train/samples": float(len(samples)),
+                "train/tokens": float(tokens),
+                "train/skipped_steps": float(skipped),
+                "train/steps": float(self.steps),
+                "train/lr": float(self.scheduler.get_last_lr()[0]),
+                "train/seconds": seconds,
+                "train/tokens_per_s": tokens / seconds if seconds > 0 else 0.0,
+            }
+        )
+        self.model.eval()
+        return metrics
+
+    def _micro_loss(
+        self, batch: Sequence[Sample], weights: Sequence[float], minibatch_size: int
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        cfg = self.loss_config
+        device = self.accelerator.device
+        logp, entropy, mask = policy_logprobs(
+            self.model,
+            [s.context_ids for s in batch],
+            [s.completion_ids for s in batch],
+            [s.temperatures for s in batch],
+            pad_id=self.pad_id,
+            with_entropy=True,
+        )
+        width = logp.shape[1]
+        old = _pad([s.behaviour_logprobs for s in batch], width, device)
+        adv = losses.advantages_to_tokens([s.advantage for s in batch], [len(s.completion_ids) for s in batch])
+        adv = _fit(adv.to(device), width)
+        w = torch.tensor(weights, dtype=logp.dtype, device=device).unsqueeze(1) * mask
+        if cfg.low_prob_mask != "off":
+            w = w * losses.low_prob_mask(old, mask, cfg.low_prob_threshold, cfg.low_prob_mask)
+        per_token = torch.zeros_like(logp)
+        stats: dict[str, float] = {}
+        kinds = [s.loss for s in batch]
+        for kind in sorted(set(kinds)):
+            rows = torch.tensor([k == kind for k in kinds], device=device).unsqueeze(1)
+            if kind == "ppo":
+                loss_k, info = losses.ppo_clip(logp, old, adv, mask, cfg.clip_low, cfg.clip_high, cfg.dual_clip)
+                stats["train/clip_fraction"] = float(info.get("clip_fraction", 0.0))
+            elif kind == "shaped_ratio":
+                loss_k = losses.shaped_off_policy(logp, old, adv, mask, cfg.shaped_ratio_gamma, "ratio")
+            elif kind == "shaped_prob":
+                loss_k = losses.shaped_off_policy(logp, old, adv, mask, cfg.shaped_prob_gamma, "prob")
+            elif kind == "sft":
+                loss_k = cfg.sft_coef * losses.sft_nll(logp, mask)
+            else:
+                continue  # DPO is sequence-level, below
+            if isinstance(loss_k, tuple):
+                loss_k = loss_k[0]
+            per_token = torch.where(rows, loss_k, per_token)
+        total = (per_token * w).sum()
+        if cfg.kl_coef > 0 or any(k.startswith("dpo") for k in kinds):
+            with torch.no_grad():
+                ref_logp, _, _ = policy_logprobs(
+                    self.reference_model(),
+                    [s.context_ids for s in batch],
+                    [s.completion_ids for s in batch],
+                    [s.temperatures for s in batch],
+                    pad_id=self.pad_id,
+                )
+            if cfg.kl_coef > 0:
+                kl = losses.kl_k3(logp, ref_logp)
+                total = total + cfg.kl_coef * (kl * w).sum()
+                stats["train/kl"] = float(((kl * mask).sum() / mask.sum().clamp(min=1)).detach())
+            dpo_total, dpo_stats = self._dpo(batch, logp, ref_logp, mask, minibatch_size)
+            total = total + dpo_total
+            stats.update(dpo_stats)
+        if cfg.entropy_coef > 0:
+            total = total - cfg.entropy_coef * (entropy * w).sum()
+        stats["train/entropy"] = float(((entropy * mask).sum() / mask.sum().clamp(min=1)).detach())
+        return total, stats
+
+    def _dpo(
+        self, batch: Sequence[Sample], logp: torch.Tensor, ref: torch.Tensor, mask: torch.Tensor, n: int
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        seq = (logp * mask).sum(1)
+        ref_seq = (ref * mask).sum(1)
+        chosen: dict[Any, int] = {}
+        rejected: dict[Any, int] = {}
+        for i, s in enumerate(batch):
+            if s.loss == "dpo_chosen":
+                chosen[s.meta.get("pair")] = i
+            elif s.loss == "dpo_rejected":
+                rejected[s.meta.get("pair")] = i
+        keys = [k for k in chosen if k in rejected]
+        if not keys:
+            return logp.new_zeros(()), {}
+        c = torch.tensor([chosen[k] for k in keys], device=logp.device)
+        r = torch.tensor([rejected[k] for k in keys], device=logp.device)
+        loss, info = losses.dpo(seq[c], seq[r], ref_seq[c], ref_seq[r], self.loss_config.dpo_beta)
+        pairs_in_minibatch = max(1, n // 2)
+        stats = {f"train/dpo_{k}": float(v) for k, v in info.items()}
+        return loss * len(keys) / pairs_in_minibatch, stats
+
+    # -- state ----------------------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "steps": self.steps,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.steps = int(state["steps"])
+
+
+def _pad(rows: Sequence[Sequence[float]], width: int, device: Any) -> torch.Tensor:
+    out = torch.zeros((len(rows), width), dtype=torch.float32, device=device)
+    for i, row in enumerate(rows):
+        if row:
+            out[i, : len(row)] = torch.tensor(row, dtype=torch.float32)
+    return out
+
+
+def _fit(t: torch.Tensor, width: int) -> torch.Tensor:
+    if t.shape[1] >= width:
+        return t[:, :width]
+    return torch.nn.functional.pad(t, (0, width - t.shape[1]))

@@ -1,0 +1,80 @@
+"""grpo: group-relative advantages (GRPO, DeepSeekMath, arXiv 2402.03300).
+
+Each sample's return is compared with the other samples of its group (``sample.group_id``: the G rollouts that
+share a task/seed and, in games, an opponent)::
+
+    A_i = (R_i − mean_g R) / (std_g R + eps)        std_norm = true (default)
+    A_i =  R_i − mean_g R                           std_norm = false
+
+A group of one sample has no baseline and gets 0. The standard deviation is the sample (Bessel-corrected) one by
+default, as verl and TRL compute it (``torch.std``); ``unbiased_std = false`` switches to the population std. The
+same advantage applies to every completion token of the sample.
+
+Hooks: ``compute_advantages``.
+
+| setting | default | meaning |
+| --- | --- | --- |
+| ``std_norm`` | ``true`` | divide by the group's std (Dr.GRPO and MAGE turn it off) |
+| ``eps`` | ``1e-6`` | added to the std |
+| ``unbiased_std`` | ``true`` | Bessel-corrected std (n − 1); false: population std (n) |
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+from arena.core.markers import hookimpl
+from arena.core.samples import Sample
+from arena.plugins._options import read_options
+
+NAME = "grpo"
+DEFAULTS: Mapping[str, Any] = {"std_norm": True, "eps": 1e-6, "unbiased_std": True}
+
+
+def group_members(keys: Sequence[Hashable]) -> dict[Hashable, list[int]]:
+    """Indices of the samples of each group, groups in first-seen order."""
+    members: dict[Hashable, list[int]] = defaultdict(list)
+    for i, key in enumerate(keys):
+        members[key].append(i)
+    return dict(members)
+
+
+def grpo_advantages(
+    returns: Sequence[float],
+    groups: Sequence[Hashable],
+    std_norm: bool = True,
+    eps: float = 1e-6,
+    unbiased_std: bool = True,
+) -> list[float]:
+    """Group-relative advantages, one per return; singleton groups get 0 (see the module docstring)."""
+    if len(returns) != len(groups):
+        raise ValueError(f"{len(returns)} returns for {len(groups)} group ids")
+    out = [0.0] * len(returns)
+    for idx in group_members(groups).values():
+        n = len(idx)
+        if n < 2:
+            continue
+        values = [float(returns[i]) for i in idx]
+        mean = sum(values) / n
+        scale = 1.0
+        if std_norm:
+            var = sum((v - mean) ** 2 for v in values) / (n - 1 if unbiased_std else n)
+            scale = math.sqrt(var) + eps
+        for i, v in zip(idx, values, strict=True):
+            out[i] = (v - mean) / scale
+    return out
+
+
+@hookimpl
+def compute_advantages(samples: list[Sample], options: Mapping[str, Mapping[str, Any]]) -> list[float]:
+    opts = read_options(options, NAME, DEFAULTS)
+    return grpo_advantages(
+        [s.ret for s in samples],
+        [s.group_id for s in samples],
+        std_norm=opts["std_norm"],
+        eps=opts["eps"],
+        unbiased_std=opts["unbiased_std"],
+    )

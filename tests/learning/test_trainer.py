@@ -1,0 +1,166 @@
+"""The trainer: micro-batching does not change the update, losses move the policy the right way, NaN is skipped."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from arena.core.backends.base import ChatMessage, GenerationRequest, Segment
+from arena.core.backends.hf import HFBackend
+from arena.core.logprobs import policy_logprobs
+from arena.core.samples import Sample
+from arena.core.trainer import LossConfig, OptimConfig, Trainer, token_weights
+from tests.toy_model import build_model, build_tokenizer
+
+
+@pytest.fixture(scope="module")
+def toy():
+    tokenizer = build_tokenizer()
+    return tokenizer, lambda seed=0: build_model(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id, seed)
+
+
+def sampled(toy, n: int = 6, advantage: float = 1.0, loss: str = "ppo") -> list[Sample]:
+    tokenizer, make = toy
+    backend = HFBackend(make(), tokenizer)
+    prompts = ["the card is high", "fold when low and bluff", "tic tac toe", "poker"]
+    requests = [
+        GenerationRequest(
+            messages=(ChatMessage("user", prompts[i % len(prompts)]),),
+            segments=(Segment(temperature=1.2, stop=("</strategy>",), max_new_tokens=4), Segment(temperature=0.7)),
+            max_new_tokens=12,
+            seed=i,
+        )
+        for i in range(n)
+    ]
+    out = []
+    for i, (completion,) in enumerate(backend.generate(requests)):
+        out.append(
+            Sample(
+                learner="a",
+                trial_id=f"t{i}",
+                episode=0,
+                turn=0,
+                agent="player_0",
+                kind="action",
+                context_ids=completion.prompt_token_ids,
+                completion_ids=completion.token_ids,
+                behaviour_logprobs=completion.logprobs,
+                temperatures=completion.temperatures,
+                loss=loss,  # type: ignore[arg-type]
+                advantage=advantage if i % 2 == 0 else -advantage,
+                group_id="g",
+            )
+        )
+    return out
+
+
+def params(model: torch.nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().flatten().clone() for p in model.parameters()])
+
+
+def test_token_weights_sum_to_the_aggregation() -> None:
+    assert token_weights([2, 4], "token_mean", None) == [1 / 6, 1 / 6]
+    assert token_weights([2, 4], "seq_mean_token_mean", None) == [1 / 4, 1 / 8]
+    assert token_weights([2, 4], "seq_sum", 10) == [1 / 20, 1 / 20]
+
+
+def test_recompute_matches_behaviour_logprobs(toy) -> None:
+    tokenizer, make = toy
+    samples = sampled(toy)
+    model = HFBackend(make(), tokenizer).model
+    logp, _, mask = policy_logprobs(
+        model, [s.context_ids for s in samples], [s.completion_ids for s in samples], [s.temperatures for s in samples]
+    )
+    for row, s in enumerate(samples):
+        n = len(s.completion_ids)
+        assert torch.allclose(logp[row, :n], torch.tensor(s.behaviour_logprobs), atol=1e-4)
+        assert mask[row, :n].sum() == n
+
+
+def test_micro_batching_does_not_change_the_update(toy) -> None:
+    samples = sampled(toy, n=8)
+    _, make = toy
+    gradients = []
+    for budget in (100_000, 40):
+        model = make()
+        trainer = Trainer(model, OptimConfig(lr=1e-3, micro_batch_tokens=budget, grad_clip=1e9), LossConfig())
+        assert len(list(trainer.micro_batches(samples))) == (1 if budget > 1000 else 8)
+        seen: list[torch.Tensor] = []
+        step = trainer.optimizer.step
+
+        def capture(*args, _seen=seen, _step=step, _model=model, **kwargs):
+            _seen.append(torch.cat([p.grad.flatten().clone() for p in _model.parameters() if p.grad is not None]))
+            return _step(*args, **kwargs)
+
+        trainer.optimizer.step = capture  # type: ignore[method-assign]
+        trainer.update(samples)
+        gradients.append(seen[0])
+    # Weights are computed per minibatch, so the accumulated gradient is the same up to float summation order.
+    # (Padding differs between the two cuts, so float32 noise of ~1e-6 remains.)
+    assert torch.allclose(gradients[0], gradients[1], rtol=1e-3, atol=2e-5)
+
+
+def test_positive_advantage_raises_the_logprob(toy) -> None:
+    _, make = toy
+    samples = [s for s in sampled(toy, n=6, advantage=1.0) if s.advantage > 0]
+    model = make()
+    trainer = Trainer(model, OptimConfig(lr=1e-2), LossConfig())
+
+    def seq_logp() -> float:
+        with torch.no_grad():
+            logp, _, mask = policy_logprobs(
+                model,
+                [s.context_ids for s in samples],
+                [s.completion_ids for s in samples],
+                [s.temperatures for s in samples],
+            )
+        return float((logp * mask).sum())
+
+    before = seq_logp()
+    metrics = trainer.update(samples)
+    assert seq_logp() > before
+    assert metrics["train/clip_fraction"] == 0.0  # first step: ratio 1 everywhere
+    assert metrics["train/skipped_steps"] == 0
+
+
+@pytest.mark.parametrize("loss", ["shaped_ratio", "shaped_prob", "sft"])
+def test_other_losses_run_and_move_weights(toy, loss: str) -> None:
+    _, make = toy
+    model = make()
+    before = params(model)
+    metrics = Trainer(model, OptimConfig(lr=1e-3), LossConfig()).update(sampled(toy, loss=loss))
+    assert math.isfinite(metrics["train/loss"]) and not torch.equal(before, params(model))
+
+
+def test_kl_to_the_reference_starts_at_zero(toy) -> None:
+    _, make = toy
+    metrics = Trainer(make(), OptimConfig(lr=1e-3), LossConfig(kl_coef=0.1)).update(sampled(toy))
+    assert abs(metrics["train/kl"]) < 1e-6
+
+
+def test_dpo_pairs_start_at_log_two(toy) -> None:
+    _, make = toy
+    raw = sampled(toy, n=4)
+    pairs = []
+    for i in range(0, 4, 2):
+        pairs.append(attrs_evolve(raw[i], loss="dpo_chosen", meta={"pair": i}))
+        pairs.append(attrs_evolve(raw[i + 1], loss="dpo_rejected", meta={"pair": i}))
+    trainer = Trainer(make(), OptimConfig(lr=1e-3, micro_batch_tokens=10), LossConfig(dpo_beta=0.1))
+    metrics = trainer.update(pairs)
+    assert metrics["train/loss"] == pytest.approx(math.log(2), abs=1e-5)
+
+
+def test_non_finite_loss_skips_the_step(toy) -> None:
+    _, make = toy
+    model = make()
+    before = params(model)
+    metrics = Trainer(model, OptimConfig(lr=1e-3), LossConfig()).update(sampled(toy, advantage=float("nan")))
+    assert metrics["train/skipped_steps"] == 1 and torch.equal(before, params(model))
+
+
+def attrs_evolve(sample: Sample, **changes) -> Sample:
+    import attrs
+
+    return attrs.evolve(sample, **changes)
