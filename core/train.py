@@ -116,6 +116,11 @@ def outcome_metrics(trials: Sequence[TrialRecord], seat_spec: str, prefix: str) 
     return metrics
 
 
+def _abs_advantage(sample: Sample) -> float:
+    value = sample.advantage
+    return abs(value) if isinstance(value, int | float) else abs(sum(value))
+
+
 def sample_to_json(sample: Sample) -> dict[str, Any]:
     return {
         "kind": sample.kind,
@@ -283,7 +288,7 @@ class Run:
         out = []
         for sample, advantage in zip(samples, advantages, strict=True):
             value = advantage if isinstance(advantage, int | float) else list(advantage)
-            sample = attrs.evolve(sample, advantage=value)  # type: ignore[arg-type]
+            sample = attrs.evolve(sample, advantage=value)
             view = self.plugins.first("training_view", sample=sample)
             out.append(view if view is not None else sample)
         return out
@@ -318,7 +323,8 @@ class Run:
         requests_before = self.engine.stats.requests
         trials = self.engine.run(specs)
         times["time/rollout"] = time.perf_counter() - t0
-        generated = sum(len(s.completion_ids) for s in (samples := self.experience(trials)))
+        samples = self.experience(trials)
+        generated = sum(len(s.completion_ids) for s in samples)
         t1 = time.perf_counter()
         samples = self.credit(trials, samples)
         times["time/credit"] = time.perf_counter() - t1
@@ -330,11 +336,7 @@ class Run:
         metrics["rollout/samples"] = len(samples)
         metrics["rollout/llm_requests"] = self.engine.stats.requests - requests_before
         metrics["rollout/mean_reward"] = float(np.mean([s.reward for s in samples])) if samples else 0.0
-        metrics["rollout/mean_advantage_abs"] = (
-            float(np.mean([abs(a) if isinstance(a := s.advantage, int | float) else abs(sum(a)) for s in samples]))
-            if samples
-            else 0.0
-        )
+        metrics["rollout/mean_advantage_abs"] = float(np.mean([_abs_advantage(s) for s in samples])) if samples else 0.0
         metrics.update({k: v for k, v in train_metrics.items() if k not in ("train/seconds", "train/tokens_per_s")})
         metrics["time/update_tokens_per_s"] = train_metrics.get("train/tokens_per_s", 0.0)
         metrics["time/rollout_tokens_per_s"] = generated / times["time/rollout"] if times["time/rollout"] else 0.0
