@@ -186,6 +186,34 @@ def play_cmd(
         print_table(result)
 
 
+@cli.command("train")
+@click.argument("overrides", nargs=-1)
+@click.option("--population", "config_path", default=None, help="Run config: a YAML path or a shipped config name.")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Run directory (default: runs/NAME-TIME).")
+@click.option("--resume", type=click.Path(path_type=Path), default=None, help="Continue the run in this directory.")
+@click.option("--dump-rollouts", is_flag=True, help="Write rollouts/iter_NNNNN.jsonl with every sample.")
+def train_cmd(
+    overrides: tuple[str, ...], config_path: str | None, out: Path | None, resume: Path | None, dump_rollouts: bool
+) -> None:
+    """Train a learner against a pool of opponents. KEY=VALUE arguments override config keys."""
+    from arena.core.train import Run, default_out_dir
+    from arena.core.train_config import TrainConfig
+
+    if resume is not None:
+        saved = resume / "config.yaml"
+        if not saved.exists():
+            raise ArenaError(f"{resume} is not a run directory (no config.yaml)")
+        config = load_config(TrainConfig, saved, overrides=overrides)
+        out_dir = resume
+    elif config_path is not None:
+        config = load_config(TrainConfig, config_path, overrides=overrides)
+        out_dir = out or default_out_dir(config_path)
+    else:
+        raise ArenaError("give a run config (arena train --population CONFIG) or a run to continue (--resume DIR)")
+    run = Run(config, out_dir, dump_rollouts=dump_rollouts)
+    click.echo(str(run.run(resume=resume is not None)))
+
+
 @cli.group("models", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context

@@ -202,4 +202,4 @@ def _type_error(source: str, key: str, tp: Any, value: Any) -> ConfigError:
 
 def to_dict(config: Any) -> dict[str, Any]:
     """The resolved config as plain data (for run directories and ``--json``)."""
-    return attrs.asdict(config, recurse=True, retain_collection_types=False)
+    return attrs.asdict(config, recurse=True)

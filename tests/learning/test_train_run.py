@@ -1,0 +1,126 @@
+"""`arena train` end to end on a toy model: run directory contents, dumps, and exact resume after kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.toy_model import build_model, build_tokenizer
+
+CONFIG = """
+arena: kuhn_poker
+seed: 3
+iterations: {iterations}
+groups: 3
+group_size: 4
+opponents:
+  - {{spec: conservative, weight: 0.5}}
+  - {{spec: aggressive, weight: 0.5}}
+learners:
+  - name: agent
+    model: {model}
+    backend: hf
+    plugins: [grpo, reflection]
+    optim: {{lr: 1.0e-3, micro_batch_tokens: 2048}}
+trial:
+  episodes: 2
+  invalid_action: {{policy: random}}
+  prompt: {{max_new_tokens: 8}}
+eval: {{games: 4, opponents: [intermediate]}}
+checkpoint: {{every: 1, keep: 2}}
+torch_threads: 1
+"""
+
+
+@pytest.fixture(scope="module")
+def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("toy") / "model"
+    tokenizer = build_tokenizer()
+    model = build_model(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def write_config(tmp_path: Path, toy_dir: Path, iterations: int) -> Path:
+    path = tmp_path / "toy_grpo.yaml"
+    path.write_text(CONFIG.format(iterations=iterations, model=toy_dir))
+    return path
+
+
+def arena(*args: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    return subprocess.Popen(
+        [sys.executable, "-m", "arena.core.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def learning_metrics(run: Path) -> list[dict]:
+    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in m.items() if not k.startswith("time/")} for m in lines]
+
+
+def test_run_directory_and_rollout_dump(tmp_path: Path, toy_dir: Path) -> None:
+    config = write_config(tmp_path, toy_dir, iterations=2)
+    proc = arena("train", "--population", str(config), "--out", str(tmp_path / "run"), "--dump-rollouts")
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    run = tmp_path / "run"
+    assert (run / "config.yaml").exists()
+    assert set(json.loads((run / "plugins.json").read_text())["enabled"]) == {"grpo", "reflection"}
+    metrics = learning_metrics(run)
+    assert [m["iteration"] for m in metrics] == [-1, 0, 1]
+    assert {"rollout/mean_return", "rollout/win_rate", "train/loss", "train/entropy", "train/clip_fraction"} <= set(
+        metrics[1]
+    )
+    assert "eval/mean_return" in metrics[-1] and "eval/intermediate/win_rate" in metrics[-1]
+    assert any(f"rollout/{name}/win_rate" in metrics[1] for name in ("conservative", "aggressive"))
+    rows = [json.loads(line) for line in (run / "rollouts" / "iter_00000.jsonl").read_text().splitlines()]
+    assert rows and {
+        "kind", "context_text", "rollout_context_text", "completion_text", "token_temperatures", "behaviour_logprobs",
+        "reward_terms", "return", "advantage", "group_id", "anchor", "opponent", "episode", "turn",
+    } <= set(rows[0])  # fmt: skip
+    assert any(r["kind"].startswith("reflection") for r in rows)
+    assert len(list((run / "checkpoints").iterdir())) == 2
+
+
+@pytest.mark.slow
+def test_kill_and_resume_gives_the_same_metrics(tmp_path: Path, toy_dir: Path) -> None:
+    config = write_config(tmp_path, toy_dir, iterations=4)
+    reference = tmp_path / "reference"
+    proc = arena("train", "--population", str(config), "--out", str(reference))
+    assert proc.wait(timeout=900) == 0, proc.stderr.read() if proc.stderr else ""
+
+    run = tmp_path / "killed"
+    kills = 0
+    for kill_after in (1, 3):  # kill once a checkpoint at that iteration exists (mid-iteration afterwards)
+        proc = (
+            arena("train", "--population", str(config), "--out", str(run))
+            if kill_after == 1
+            else arena("train", "--resume", str(run))
+        )
+        deadline = time.time() + 600
+        while time.time() < deadline and not (run / "checkpoints" / f"step-{kill_after:08d}").exists():
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            kills += 1
+        proc.wait()
+    assert kills >= 1, "the run finished before it could be killed; the test proves nothing"
+    proc = arena("train", "--resume", str(run))
+    assert proc.wait(timeout=900) == 0, proc.stderr.read() if proc.stderr else ""
+    assert learning_metrics(run) == learning_metrics(reference)
