@@ -40,7 +40,7 @@ def cli(ctx: click.Context, log_format: str, verbose: bool) -> None:
     """arena: RL for LLM agents where exploration is the hard part."""
     import logging
 
-    configure_logging(log_format, logging.DEBUG if verbose else logging.INFO)
+    configure_logging(log_format, logging.DEBUG if verbose else logging.INFO)  # type: ignore[arg-type]
     ctx.obj = {"verbose": verbose}
 
 
@@ -124,7 +124,7 @@ def opponents_cmd(arena_id: str | None, as_json: bool) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     _print_rows(
-        [(r["id"], ", ".join(r["arenas"]) if r["arenas"] else "any", r["description"]) for r in rows],
+        [(str(r["id"]), ", ".join(r["arenas"] or ["any"]), str(r["description"])) for r in rows],
         ("id", "arenas", "description"),
     )
 

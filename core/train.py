@@ -219,7 +219,7 @@ class Run:
         states = {}
         for name in self.plugins.names:
             obj = self.plugins.pm.get_plugin(name)
-            if hasattr(obj, "state_dict"):
+            if obj is not None and hasattr(obj, "state_dict"):
                 states[name] = obj.state_dict()
         return states
 

@@ -260,15 +260,13 @@ class Trainer:
                 loss_k, info = losses.ppo_clip(logp, old, adv, mask, cfg.clip_low, cfg.clip_high, cfg.dual_clip)
                 stats["train/clip_fraction"] = float(info.get("clip_fraction", 0.0))
             elif kind == "shaped_ratio":
-                loss_k = losses.shaped_off_policy(logp, old, adv, mask, cfg.shaped_ratio_gamma, "ratio")
+                loss_k, _ = losses.shaped_off_policy(logp, old, adv, mask, cfg.shaped_ratio_gamma, "ratio")
             elif kind == "shaped_prob":
-                loss_k = losses.shaped_off_policy(logp, old, adv, mask, cfg.shaped_prob_gamma, "prob")
+                loss_k, _ = losses.shaped_off_policy(logp, old, adv, mask, cfg.shaped_prob_gamma, "prob")
             elif kind == "sft":
                 loss_k = cfg.sft_coef * losses.sft_nll(logp, mask)
             else:
                 continue  # DPO is sequence-level, below
-            if isinstance(loss_k, tuple):
-                loss_k = loss_k[0]
             per_token = torch.where(rows, loss_k, per_token)
         total = (per_token * w).sum()
         if cfg.kl_coef > 0 or any(k.startswith("dpo") for k in kinds):
@@ -287,6 +285,7 @@ class Trainer:
             dpo_total, dpo_stats = self._dpo(batch, logp, ref_logp, mask, minibatch_size)
             total = total + dpo_total
             stats.update(dpo_stats)
+        assert entropy is not None  # requested above
         if cfg.entropy_coef > 0:
             total = total - cfg.entropy_coef * (entropy * w).sum()
         stats["train/entropy"] = float(((entropy * mask).sum() / mask.sum().clamp(min=1)).detach())

