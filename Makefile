@@ -50,6 +50,7 @@ lint: dev
 
 test: dev lint
 	$(VENV)/bin/pytest -q
+	$(MAKE) test-vllm
 
 test-fast: dev
 	$(VENV)/bin/pytest -q -m "not slow" -x
