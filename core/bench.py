@@ -114,3 +114,116 @@ def bench_rollout(
         "llm_turns": llm_turns,
         "invalid_answers": invalid,
     }
+
+
+BENCH_PROMPTS = (
+    "You play Kuhn poker and hold the King. Your opponent bets. Think briefly, then answer with "
+    "<action>call</action> or <action>fold</action>.",
+    "Tic-tac-toe: X holds the centre, O a corner. Which square should X take next? Explain in one sentence.",
+    "Write a short strategy for the first move of Liar's dice inside <strategy></strategy> tags.",
+    "Name three principles of good exploration in reinforcement learning.",
+)
+
+
+def find_vllm_python() -> str | None:
+    """The interpreter that has vLLM: ``$ARENA_VLLM_PYTHON``, this one, or the repo's ``.venv-vllm``."""
+    import importlib.util
+    import os
+    import sys
+    from pathlib import Path
+
+    if os.environ.get("ARENA_VLLM_PYTHON"):
+        return os.environ["ARENA_VLLM_PYTHON"]
+    if importlib.util.find_spec("vllm") is not None:
+        return sys.executable
+    for base in (Path.cwd(), Path(__file__).resolve().parents[1]):
+        candidate = base / ".venv-vllm" / "bin" / "python"
+        if candidate.exists():
+            return str(candidate)
+    return None
+
+
+def bench_backends(
+    model: str = "smollm2-135m-instruct", max_new_tokens: int = 32, repeat: int = 4, noise: float = 0.01
+) -> dict[str, Any]:
+    """hf vs vllm tokens/s on one workload, one weight sync's wall time, and greedy agreement after the sync.
+
+    vLLM runs in its own interpreter (``find_vllm_python``): the same prompts, then a sync of weights perturbed
+    here (seeded Gaussian noise of relative size ``noise``), then greedy decoding on both sides.
+    """
+    import json
+    import subprocess
+    import tempfile
+
+    import torch
+    from safetensors.torch import save_file
+
+    from arena.core.backends.base import ChatMessage, Segment
+    from arena.core.backends.hf import HFBackend
+
+    prompts = list(BENCH_PROMPTS) * repeat
+    requests = [
+        GenerationRequest(
+            messages=(ChatMessage("user", text),), segments=(Segment(),), max_new_tokens=max_new_tokens, seed=i
+        )
+        for i, text in enumerate(prompts)
+    ]
+    hf = HFBackend(model)
+    hf.generate(requests[:1])
+    walls, generated = [], 0
+    for _ in range(2):
+        started = time.perf_counter()
+        out = hf.generate(requests)
+        walls.append(time.perf_counter() - started)
+        generated = sum(len(c.token_ids) for row in out for c in row)
+    result: dict[str, Any] = {
+        "model": model,
+        "requests": len(requests),
+        "max_new_tokens": max_new_tokens,
+        "hf_tokens_per_s": round(generated / min(walls), 1),
+    }
+    python = find_vllm_python()
+    if python is None:
+        result["vllm"] = "not installed: `make vllm-venv` (CPU) or `pip install 'arena-rl[vllm]'` (GPU)"
+        return result
+    bench_cmd = [python, "-m", "arena.core.backends.vllm_backend", "bench", "--model", model, "--syncs", "1"]
+    bench_cmd += ["--max-new-tokens", str(max_new_tokens), "--repeat", str(repeat), "--dtype", "float32"]
+    for text in BENCH_PROMPTS:
+        bench_cmd += ["--prompt", text]
+    proc = subprocess.run(bench_cmd, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        result["vllm"] = f"failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}"
+        return result
+    vllm = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["vllm_tokens_per_s"] = vllm["tokens_per_s"]
+    result["vllm_engine_start_s"] = vllm["engine_start_s"]
+    result["vllm_sync_weights_s"] = vllm["sync_weights_s"][0] if vllm["sync_weights_s"] else None
+    # Perturb, sync, greedy on both sides.
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for param in hf.model.parameters():
+            param.add_(torch.randn(param.shape, generator=generator) * noise * param.abs().mean())
+    state = {k: v.detach().clone().contiguous() for k, v in hf.model.state_dict().items()}
+    greedy = [
+        GenerationRequest(messages=(ChatMessage("user", t),), segments=(Segment(temperature=0.0),), max_new_tokens=32)
+        for t in BENCH_PROMPTS
+    ]
+    hf_ids = [list(row[0].token_ids) for row in hf.generate(greedy)]
+    with tempfile.TemporaryDirectory() as tmp:
+        weights = f"{tmp}/weights.safetensors"
+        save_file(state, weights)
+        cmd = [python, "-m", "arena.core.backends.vllm_backend", "compare", "--model", model, "--weights", weights]
+        for text in BENCH_PROMPTS:
+            cmd += ["--prompt", text]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        result["greedy_agree_after_sync"] = f"failed: {proc.stderr.strip()[-300:]}"
+        return result
+    compared = json.loads(proc.stdout.strip().splitlines()[-1])
+    after = compared["greedy_after_sync"]
+    result["sync_weights_s"] = compared["sync_weights_s"]
+    result["greedy_agree_after_sync"] = sum(a == b for a, b in zip(after, hf_ids, strict=True)) / len(hf_ids)
+    result["greedy_changed_by_sync"] = sum(
+        a != b for a, b in zip(compared["greedy_before_sync"], after, strict=True)
+    ) / len(hf_ids)
+    return result

@@ -281,6 +281,23 @@ def bench_rollout_cmd(
         click.echo(f"{key:<28} {value}")
 
 
+@bench_cmd.command("backends")
+@click.option("--model", default="smollm2-135m-instruct", show_default=True)
+@click.option("--max-new-tokens", type=int, default=32, show_default=True)
+@click.option("--repeat", type=int, default=4, show_default=True, help="Copies of the prompt set in the batch.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench_backends_cmd(model: str, max_new_tokens: int, repeat: int, as_json: bool) -> None:
+    """hf vs vllm tokens/s, one weight sync, and greedy agreement after the sync."""
+    from arena.core.bench import bench_backends
+
+    result = bench_backends(model=model, max_new_tokens=max_new_tokens, repeat=repeat)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    for key, value in result.items():
+        click.echo(f"{key:<28} {value}")
+
+
 def _add_plugin_commands() -> None:
     registration_manager().hook.register_commands(cli=cli)
 

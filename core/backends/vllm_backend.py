@@ -494,6 +494,44 @@ def bench(
             vllm_backend.close()
 
 
+def compare(
+    model: str,
+    weights: str,
+    prompts: Sequence[str],
+    max_new_tokens: int = 32,
+    **options: Any,
+) -> dict[str, Any]:
+    """Sync the weights stored in ``weights`` (a safetensors file) into a running engine, then decode greedily.
+
+    The other half of ``arena bench backends``: the caller applies the same weights to an HF model and compares
+    the token ids. Returns the sync's wall time and the greedy token ids of every prompt.
+    """
+    from safetensors.torch import load_file
+
+    backend = VLLMBackend(model, **options)
+    try:
+        requests = [
+            GenerationRequest(
+                messages=(ChatMessage("user", text),),
+                segments=(Segment(temperature=0.0),),
+                max_new_tokens=max_new_tokens,
+                seed=0,
+            )
+            for text in prompts
+        ]
+        before = [group[0].token_ids for group in backend.generate(requests)]
+        sync_seconds = backend.sync_weights(load_file(weights))
+        after = [group[0].token_ids for group in backend.generate(requests)]
+        return {
+            "engine_start_s": round(backend.start_seconds, 3),
+            "sync_weights_s": round(sync_seconds, 4),
+            "greedy_before_sync": [list(ids) for ids in before],
+            "greedy_after_sync": [list(ids) for ids in after],
+        }
+    finally:
+        backend.close()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m arena.core.backends.vllm_backend bench [--model tiny] ...``: prints bench's JSON."""
     parser = argparse.ArgumentParser(prog="python -m arena.core.backends.vllm_backend")
@@ -509,7 +547,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench_parser.add_argument("--dtype", default="auto")
     bench_parser.add_argument("--max-model-len", type=int, default=None)
     bench_parser.add_argument("--enforce-eager", action="store_true", help="skip compilation (faster start)")
+    compare_parser = commands.add_parser("compare", help="sync weights from a file, then greedy token ids, as JSON")
+    compare_parser.add_argument("--model", required=True)
+    compare_parser.add_argument("--weights", required=True, help="a safetensors file with the new weights")
+    compare_parser.add_argument("--prompt", action="append", required=True)
+    compare_parser.add_argument("--max-new-tokens", type=int, default=32)
+    compare_parser.add_argument("--enforce-eager", action="store_true")
     args = parser.parse_args(argv)
+    if args.command == "compare":
+        extra: dict[str, Any] = {"dtype": "float32"}
+        if args.enforce_eager:
+            extra["enforce_eager"] = True
+        try:
+            print(json.dumps(compare(args.model, args.weights, args.prompt, args.max_new_tokens, **extra)))
+        except ArenaError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        return 0
     options: dict[str, Any] = {"dtype": args.dtype, "max_model_len": args.max_model_len}
     if args.enforce_eager:
         options["enforce_eager"] = True

@@ -63,3 +63,18 @@ def test_shipped_configs_load_by_name() -> None:
 def test_missing_config_lists_shipped_ones() -> None:
     with pytest.raises(ConfigError, match=r"no config file 'nope'; shipped configs: .*play_kuhn_trials"):
         load_config(PlayConfig, "nope")
+
+
+def test_every_shipped_config_validates() -> None:
+    from importlib import resources
+
+    import yaml
+
+    from arena.core.train_config import TrainConfig
+
+    shipped = [p for p in resources.files("arena.configs").iterdir() if p.name.endswith(".yaml")]
+    assert len(shipped) >= 3
+    for entry in shipped:
+        raw = yaml.safe_load(entry.read_text())
+        cls = TrainConfig if "learners" in raw or "opponents" in raw else PlayConfig
+        load_config(cls, str(entry))
