@@ -227,3 +227,83 @@ def bench_backends(
         a != b for a, b in zip(compared["greedy_before_sync"], after, strict=True)
     ) / len(hf_ids)
     return result
+
+
+def bench_train(
+    model: str = "tiny", trials: int = 128, repeats: int = 3, micro_batch_tokens: int = 16384
+) -> dict[str, Any]:
+    """Policy-update tokens/s against a plain causal-LM forward and backward over the same tokens.
+
+    Samples come from a real Kuhn rollout of ``model``; both sides see the same sequences in the same
+    micro-batches (the trainer's token-budget cut) and take one AdamW step per pass. The plain side is
+    ``model(input_ids, labels=...)``: what any trainer pays at least. ``trl_ratio`` needs ``trl`` installed.
+    """
+    import importlib.util
+
+    import torch
+
+    from arena.core.experience import trial_samples
+    from arena.core.trainer import LossConfig, OptimConfig, Trainer
+
+    seat = parse_seat(f"model:{model}")
+    pool = BackendPool()
+    backend = pool.get(seat)
+    engine = RolloutEngine(PluginSet(["reflection"]), TrialConfig(episodes=2), backends=pool)
+    specs = [
+        TrialSpec(trial_id=f"b{i}", arena_id="kuhn_poker", seats=(seat.text, KUHN_POOL[i % 3]), seed=i, episodes=2)
+        for i in range(trials)
+    ]
+    samples = [s for t in engine.run(specs) for s in trial_samples(t, "bench", [seat.text])]
+    samples = [attrs.evolve(s, advantage=1.0 if i % 2 else -1.0) for i, s in enumerate(samples)]
+    net = backend.model  # type: ignore[attr-defined]
+    pad = int(getattr(backend.tokenizer, "pad_token_id", 0) or 0)  # type: ignore[attr-defined]
+    trainer = Trainer(net, OptimConfig(lr=1e-6, micro_batch_tokens=micro_batch_tokens), LossConfig(), pad_id=pad)
+    tokens = sum(len(s.completion_ids) for s in samples)
+    all_tokens = sum(len(s.completion_ids) + len(s.context_ids) for s in samples)
+    trainer.update(samples)  # warm-up
+    started = time.perf_counter()
+    for _ in range(repeats):
+        trainer.update(samples)
+    update_seconds = (time.perf_counter() - started) / repeats
+
+    optimizer = torch.optim.AdamW(net.parameters(), lr=1e-6)
+    batches = [[samples[i] for i in micro] for micro in trainer.micro_batches(samples)]
+
+    def plain_pass() -> None:
+        net.train()
+        for batch in batches:
+            width = max(len(s.context_ids) + len(s.completion_ids) for s in batch)
+            ids = torch.full((len(batch), width), pad, dtype=torch.long)
+            labels = torch.full((len(batch), width), -100, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, s in enumerate(batch):
+                seq = list(s.context_ids) + list(s.completion_ids)
+                ids[row, : len(seq)] = torch.tensor(seq)
+                mask[row, : len(seq)] = 1
+                labels[row, len(s.context_ids) : len(seq)] = torch.tensor(s.completion_ids)
+            net(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        net.eval()
+
+    plain_pass()
+    started = time.perf_counter()
+    for _ in range(repeats):
+        plain_pass()
+    plain_seconds = (time.perf_counter() - started) / repeats
+    result: dict[str, Any] = {
+        "model": model,
+        "samples": len(samples),
+        "completion_tokens": tokens,
+        "total_tokens": all_tokens,
+        "micro_batches": len(batches),
+        "update_seconds": round(update_seconds, 4),
+        "plain_seconds": round(plain_seconds, 4),
+        "update_tokens_per_s": round(tokens / update_seconds, 1),
+        "plain_tokens_per_s": round(tokens / plain_seconds, 1),
+        "ratio": round(plain_seconds / update_seconds, 4),
+    }
+    if importlib.util.find_spec("trl") is None:
+        result["trl_ratio"] = None
+        result["trl"] = "not installed (pip install trl to compare with GRPOTrainer)"
+    return result

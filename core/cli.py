@@ -298,6 +298,22 @@ def bench_backends_cmd(model: str, max_new_tokens: int, repeat: int, as_json: bo
         click.echo(f"{key:<28} {value}")
 
 
+@bench_cmd.command("train")
+@click.option("--model", default="tiny", show_default=True)
+@click.option("--trials", type=int, default=128, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench_train_cmd(model: str, trials: int, as_json: bool) -> None:
+    """Policy-update tokens/s against a plain forward and backward over the same tokens."""
+    from arena.core.bench import bench_train
+
+    result = bench_train(model=model, trials=trials)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    for key, value in result.items():
+        click.echo(f"{key:<28} {value}")
+
+
 def _add_plugin_commands() -> None:
     registration_manager().hook.register_commands(cli=cli)
 
