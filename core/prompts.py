@@ -1,8 +1,8 @@
 """The default turn prompt: one fresh user message per LLM turn (no growing chat transcript).
 
 Layout: rules, the trial's position (episode k of N), memory sections from ``retrieve_memory``, the current
-episode's recent steps, the observation, the legal moves, plugin instructions from ``pre_action``, and the
-answer format. The legal-move block is ``Legal moves:`` followed by ``ID: NAME`` lines.
+episode's recent steps, the observation, plugin instructions from ``pre_action``, the answer format, and last
+the legal moves: ``Legal moves:`` followed by ``ID: NAME`` lines.
 """
 
 from __future__ import annotations
@@ -65,11 +65,13 @@ def build_turn_prompt(
         parts.append(memory_text)
     parts.append(render_history(turn, config))
     parts.append("Current observation:\n" + turn.observation.strip())
-    parts.append("Legal moves:\n" + format_moves(turn.legal_moves))
     parts.extend(text.strip() for text in instructions if text.strip())
     if retry_note:
         parts.append(retry_note)
     parts.append(ANSWER_FORMAT)
+    # The move list comes last, right before the answer: small models copy a move from it far more reliably
+    # when nothing stands between the list and the place they write.
+    parts.append("Legal moves:\n" + format_moves(turn.legal_moves))
     messages = []
     if config.system:
         messages.append(ChatMessage("system", config.system))
