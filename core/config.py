@@ -82,15 +82,29 @@ def apply_override(raw: dict[str, Any], override: str, source: str = "<config>")
     except yaml.YAMLError:
         value = value_text
     result = _deep_merge({}, raw)
-    node = result
+    node: Any = result
     parts = key.split(".")
-    for part in parts[:-1]:
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        if isinstance(node, list):  # `learners.0.optim.lr=...` indexes into a list
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(f"override {override!r}: {'.'.join(parts[:depth]) or key!r} has no item {part!r}")
+            if last:
+                node[int(part)] = value
+                break
+            node[int(part)] = _deep_merge({}, node[int(part)]) if isinstance(node[int(part)], dict) else node[int(part)]
+            node = node[int(part)]
+            continue
+        if last:
+            node[part] = value
+            break
         child = node.get(part)
-        if not isinstance(child, dict):
+        if isinstance(child, list):
+            child = [_deep_merge({}, c) if isinstance(c, dict) else c for c in child]
+        elif not isinstance(child, dict):
             child = {}
-            node[part] = child
+        node[part] = child
         node = child
-    node[parts[-1]] = value
     return result
 
 

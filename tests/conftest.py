@@ -1,4 +1,9 @@
-"""Shared test set-up: a private cache directory so tests never touch ~/.cache."""
+"""Shared test set-up.
+
+Tests run with a private ``ARENA_CACHE`` so they never depend on what a developer has cached. Built models are
+the exception: ``tiny`` takes minutes to build, so the ``model_cache`` fixture points the test at the user's
+real cache, where a build is done once and reused (a build is deterministic, so reuse hides nothing).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,19 @@ from pathlib import Path
 
 import pytest
 
+# Read at import, before any fixture changes the environment.
+ORIGINAL_ARENA_CACHE = os.environ.get("ARENA_CACHE")
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    if "ARENA_CACHE" not in os.environ:
-        os.environ["ARENA_CACHE"] = str(Path(tmp_path_factory.mktemp("arena-cache")))
+    os.environ["ARENA_CACHE"] = str(Path(tmp_path_factory.mktemp("arena-cache")))
+
+
+@pytest.fixture
+def model_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Use the user's model cache (``~/.cache/arena`` unless ARENA_CACHE was set) for this test."""
+    if ORIGINAL_ARENA_CACHE is None:
+        monkeypatch.delenv("ARENA_CACHE", raising=False)
+    else:
+        monkeypatch.setenv("ARENA_CACHE", ORIGINAL_ARENA_CACHE)

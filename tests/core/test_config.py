@@ -78,3 +78,13 @@ def test_every_shipped_config_validates() -> None:
         raw = yaml.safe_load(entry.read_text())
         cls = TrainConfig if "learners" in raw or "opponents" in raw else PlayConfig
         load_config(cls, str(entry))
+
+
+def test_overrides_index_into_lists() -> None:
+    from arena.core.train_config import TrainConfig
+
+    config = load_config(TrainConfig, "kuhn_grpo", overrides=["learners.0.optim.lr=0.5", "opponents.1.weight=2"])
+    assert config.learners[0].optim.lr == 0.5 and config.opponents[1].weight == 2.0
+    assert config.learners[0].plugins == ["grpo"]  # the rest of the item is kept
+    with pytest.raises(ConfigError, match="has no item '7'"):
+        load_config(TrainConfig, "kuhn_grpo", overrides=["learners.7.optim.lr=0.5"])

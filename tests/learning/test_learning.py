@@ -19,7 +19,7 @@ ITERATIONS = 12
 
 
 @pytest.mark.slow
-def test_grpo_on_tiny_beats_its_starting_point(tmp_path: Path) -> None:
+def test_grpo_on_tiny_beats_its_starting_point(tmp_path: Path, model_cache: None) -> None:
     config = load_config(
         TrainConfig,
         "kuhn_grpo",

@@ -1,0 +1,70 @@
+"""The recipe of the ``tiny`` build: sizes, demonstration counts and SFT settings (plain data, no torch import).
+
+Kept apart from the build code so that listing models (``arena models``) and registering them cost nothing.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class DemoCounts:
+    """How many demonstrations of each kind per arena (prompts, not answers)."""
+
+    action: int = 120
+    reflection: int = 24
+    strategy: int = 20
+    tip: int = 10
+    tip_action: int = 12
+    #: Plain action prompts that also appear cut short (``action_crop``, training only).
+    crops: int = 120
+    #: Trials per arena, spread over its opponents and both seats (arenas with few opponents get more each).
+    trials: int = 160
+
+
+@attrs.frozen
+class SFTConfig:
+    """Optimiser and schedule of the supervised warm start (``max_steps`` cuts the plan short, for tests)."""
+
+    epochs: int = 8
+    lr: float = 3e-3
+    min_lr_ratio: float = 0.05
+    warmup_steps: int = 50
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.98)
+    grad_clip: float = 1.0
+    token_budget: int = 2048
+    max_steps: int | None = None
+
+
+@attrs.frozen
+class TinyRecipe:
+    """Everything that decides the built bytes besides the seed (sizes chosen to build in minutes on 2 cores)."""
+
+    hidden_size: int = 256
+    intermediate_size: int = 512
+    num_layers: int = 4
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    vocab_size: int = 4096
+    max_position_embeddings: int = 4096
+    threads: int = 2
+    demos: DemoCounts = attrs.field(factory=DemoCounts)
+    eval_demos: DemoCounts = attrs.field(
+        factory=lambda: DemoCounts(action=40, reflection=6, strategy=10, tip=6, tip_action=8, crops=0, trials=120)
+    )
+    sft: SFTConfig = attrs.field(factory=SFTConfig)
+    #: Raise (and cache nothing) when the gate fails. Off by default: the gate is measured and recorded in
+    #: ``build_report.json`` on every build, but a failing arena must not make ``model:tiny`` unusable.
+    enforce_gate: bool = False
+
+    @classmethod
+    def quick(cls, steps: int = 4) -> TinyRecipe:
+        """A few-second build with the same code path (tests of determinism and plumbing)."""
+        return cls(
+            num_layers=2,
+            demos=DemoCounts(action=4, reflection=2, strategy=1, tip=1, tip_action=1, crops=2, trials=12),
+            eval_demos=DemoCounts(action=0, reflection=0, strategy=0, tip=0, tip_action=0, crops=0, trials=0),
+            sft=SFTConfig(epochs=1, warmup_steps=1, max_steps=steps, token_budget=2048),
+        )
