@@ -233,7 +233,7 @@ def models_cmd(ctx: click.Context, as_json: bool) -> None:
                 r["name"],
                 f"{r['parameters']:,}" if r.get("parameters") else "-",
                 r.get("default_backend", ""),
-                "yes" if r.get("built") else "no",
+                {True: "yes", False: "no"}.get(r.get("built"), "-"),  # type: ignore[arg-type]
                 r.get("path") or "-",
             )
             for r in rows
