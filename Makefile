@@ -29,15 +29,17 @@ install: $(VENV)/.installed
 
 dev: $(VENV)/.installed-dev
 
-# The main job in short. (Until the learner lands: LLM seats are the scripted backend; trials of 3 episodes
-# with reflections, against MAGE's Kuhn pool and CFR, then search-based play.)
+# The main job in short: plays through the real trial loop, then trains `tiny` (built on first use, about
+# 4 minutes) with GRPO against MAGE's Kuhn pool for a few iterations. MAGE population runs replace this later.
 demo: install
 	$(ARENA) arenas
 	$(ARENA) opponents --arena kuhn_poker
-	$(ARENA) play kuhn_poker --seat model:scripted --seat intermediate --games 200 --episodes 3 --dump runs/demo/kuhn_trials.jsonl
+	$(ARENA) models
 	$(ARENA) play kuhn_poker --seat cfr --seat aggressive --games 2000
 	$(ARENA) play tic_tac_toe --seat mcts:100 --seat ttt-center --games 50
-	@echo "demo done: trial dump in runs/demo/kuhn_trials.jsonl"
+	$(ARENA) play kuhn_poker --seat model:tiny --seat intermediate --games 200 --episodes 3 --dump runs/demo/kuhn_trials.jsonl
+	$(ARENA) train --population kuhn_grpo iterations=5 eval.games=100 --out runs/demo/kuhn_grpo --dump-rollouts
+	@echo "demo done: trials in runs/demo/kuhn_trials.jsonl, training run in runs/demo/kuhn_grpo (metrics.jsonl)"
 
 lint: dev
 	$(VENV)/bin/ruff check .
