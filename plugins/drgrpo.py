@@ -26,10 +26,10 @@ from collections.abc import Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
+from arena.core.advantages import group_normalized as grpo_advantages
 from arena.core.markers import hookimpl
 from arena.core.samples import Sample
 from arena.plugins._options import read_options
-from arena.plugins.grpo import grpo_advantages
 
 NAME = "drgrpo"
 DEFAULTS: Mapping[str, Any] = {}

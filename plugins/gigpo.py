@@ -31,10 +31,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+from arena.core.advantages import group_normalized as grpo_advantages
 from arena.core.markers import hookimpl
 from arena.core.samples import Sample
 from arena.plugins._options import read_options
-from arena.plugins.grpo import grpo_advantages
 
 NAME = "gigpo"
 DEFAULTS: Mapping[str, Any] = {"w": 1.0, "std_norm": False, "eps": 1e-6, "unbiased_std": True}

@@ -21,11 +21,10 @@ Hooks: ``compute_advantages``.
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
+from arena.core.advantages import group_normalized
 from arena.core.markers import hookimpl
 from arena.core.samples import Sample
 from arena.plugins._options import read_options
@@ -34,38 +33,7 @@ NAME = "grpo"
 DEFAULTS: Mapping[str, Any] = {"std_norm": True, "eps": 1e-6, "unbiased_std": True}
 
 
-def group_members(keys: Sequence[Hashable]) -> dict[Hashable, list[int]]:
-    """Indices of the samples of each group, groups in first-seen order."""
-    members: dict[Hashable, list[int]] = defaultdict(list)
-    for i, key in enumerate(keys):
-        members[key].append(i)
-    return dict(members)
-
-
-def grpo_advantages(
-    returns: Sequence[float],
-    groups: Sequence[Hashable],
-    std_norm: bool = True,
-    eps: float = 1e-6,
-    unbiased_std: bool = True,
-) -> list[float]:
-    """Group-relative advantages, one per return; singleton groups get 0 (see the module docstring)."""
-    if len(returns) != len(groups):
-        raise ValueError(f"{len(returns)} returns for {len(groups)} group ids")
-    out = [0.0] * len(returns)
-    for idx in group_members(groups).values():
-        n = len(idx)
-        if n < 2:
-            continue
-        values = [float(returns[i]) for i in idx]
-        mean = sum(values) / n
-        scale = 1.0
-        if std_norm:
-            var = sum((v - mean) ** 2 for v in values) / (n - 1 if unbiased_std else n)
-            scale = math.sqrt(var) + eps
-        for i, v in zip(idx, values, strict=True):
-            out[i] = (v - mean) / scale
-    return out
+grpo_advantages = group_normalized
 
 
 @hookimpl

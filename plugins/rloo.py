@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+from arena.core.advantages import group_members
 from arena.core.markers import hookimpl
 from arena.core.samples import Sample
 from arena.plugins._options import read_options
-from arena.plugins.grpo import group_members
 
 NAME = "rloo"
 DEFAULTS: Mapping[str, Any] = {}
