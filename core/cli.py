@@ -253,6 +253,15 @@ def models_build_cmd(name: str, force: bool) -> None:
     click.echo(str(path))
 
 
+def _echo_result(result: dict[str, Any], as_json: bool) -> None:
+    """A benchmark's result: JSON, or one aligned ``key value`` line per entry."""
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    for key, value in result.items():
+        click.echo(f"{key:<28} {value}")
+
+
 @cli.group("bench")
 def bench_cmd() -> None:
     """Benchmarks: measured numbers, printed (or as JSON)."""
@@ -274,11 +283,7 @@ def bench_rollout_cmd(
     result = bench_rollout(
         model=model, backend=backend, trials=trials, episodes=episodes, max_new_tokens=max_new_tokens
     )
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-        return
-    for key, value in result.items():
-        click.echo(f"{key:<28} {value}")
+    _echo_result(result, as_json)
 
 
 @bench_cmd.command("backends")
@@ -291,11 +296,7 @@ def bench_backends_cmd(model: str, max_new_tokens: int, repeat: int, as_json: bo
     from arena.core.bench import bench_backends
 
     result = bench_backends(model=model, max_new_tokens=max_new_tokens, repeat=repeat)
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-        return
-    for key, value in result.items():
-        click.echo(f"{key:<28} {value}")
+    _echo_result(result, as_json)
 
 
 @bench_cmd.command("train")
@@ -307,11 +308,7 @@ def bench_train_cmd(model: str, trials: int, as_json: bool) -> None:
     from arena.core.bench import bench_train
 
     result = bench_train(model=model, trials=trials)
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-        return
-    for key, value in result.items():
-        click.echo(f"{key:<28} {value}")
+    _echo_result(result, as_json)
 
 
 def _add_plugin_commands() -> None:

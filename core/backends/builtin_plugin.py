@@ -50,7 +50,7 @@ def register_models(register: Callable[..., None]) -> None:
         tiny.NAME,
         tiny.resolve_tiny,
         default_backend="hf",
-        description="small Qwen2 built on first use from scripted arena demonstrations (formats, untrained choices)",
+        description="small Llama built on first use from scripted arena demonstrations (formats, untrained choices)",
         info=tiny.tiny_info,
         build=lambda force=False: tiny.build_tiny(force=force),
     )
