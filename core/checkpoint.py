@@ -2,7 +2,9 @@
 
 A checkpoint is a directory ``checkpoints/step-00000012/`` holding
 
-* ``model.safetensors``: the learner's weights;
+* ``learners/<name>/``: each learner's weights (``model.safetensors``) with its model config and tokenizer, so
+  the directory loads as a model on its own (``model:RUN/checkpoints/step-00000012/learners/agent``): it is what
+  ``arena eval`` plays and what a snapshot of the learner in the opponent pool points to;
 * ``tensors.safetensors``: every other tensor (optimizer moments, torch RNG states), flattened by key path;
 * ``state.json``: everything else (optimizer hyper-parameters and step counts, scheduler, numpy and Python RNG
   states, trainer and population state), with tensors replaced by references into ``tensors.safetensors``.
@@ -19,7 +21,7 @@ import os
 import random
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +105,22 @@ def checkpoint_dirs(run_dir: Path) -> list[Path]:
     return sorted((p for p in root.iterdir() if p.is_dir() and _NAME.match(p.name)), key=lambda p: p.name)
 
 
+LEARNERS = "learners"
+
+
 def save_checkpoint(
-    run_dir: Path, step: int, model_state: Mapping[str, torch.Tensor], state: Mapping[str, Any], keep: int = 3
+    run_dir: Path,
+    step: int,
+    models: Mapping[str, Mapping[str, torch.Tensor]],
+    state: Mapping[str, Any],
+    keep: int = 3,
+    model_files: Mapping[str, Callable[[Path], None]] | None = None,
 ) -> Path:
-    """Write checkpoint ``step`` atomically and prune to the newest ``keep``; returns its directory."""
+    """Write checkpoint ``step`` atomically and prune to the newest ``keep``; returns its directory.
+
+    ``models`` maps learner names to weights; ``model_files[name](directory)`` writes whatever else makes the
+    learner's directory loadable (model config, tokenizer, generation config).
+    """
     root = Path(run_dir) / CHECKPOINTS
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{step:08d}"
@@ -116,14 +130,21 @@ def save_checkpoint(
     tmp.mkdir()
     tensors: dict[str, torch.Tensor] = {}
     flat = _flatten(dict(state), "", tensors)
-    # Tied weights share storage; safetensors refuses shared tensors, so store independent copies.
-    weights = {k: v.detach().cpu().clone().contiguous() for k, v in model_state.items()}
-    save_file(weights, str(tmp / "model.safetensors"))
+    written = [tmp / "tensors.safetensors", tmp / "state.json"]
+    for learner, model_state in models.items():
+        folder = tmp / LEARNERS / learner
+        folder.mkdir(parents=True)
+        if model_files and learner in model_files:
+            model_files[learner](folder)
+        # Tied weights share storage; safetensors refuses shared tensors, so store independent copies.
+        weights = {k: v.detach().cpu().clone().contiguous() for k, v in model_state.items()}
+        save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+        written.extend(p for p in folder.iterdir() if p.is_file())
     save_file(tensors, str(tmp / "tensors.safetensors"))
     with open(tmp / "state.json", "w") as f:
         json.dump(flat, f)
-    for name in ("model.safetensors", "tensors.safetensors", "state.json"):
-        with open(tmp / name, "rb") as f:
+    for file in written:
+        with open(file, "rb") as f:
             os.fsync(f.fileno())
     if final.exists():  # re-saving a step (after a resume) replaces it whole
         shutil.rmtree(final)
@@ -144,13 +165,24 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def load_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """``(model_state, state)`` of one checkpoint directory; no pickle involved."""
+def load_checkpoint(path: Path) -> tuple[dict[str, dict[str, torch.Tensor]], dict[str, Any]]:
+    """``({learner: weights}, state)`` of one checkpoint directory; no pickle involved."""
     path = Path(path)
     tensors = load_file(str(path / "tensors.safetensors"))
     with open(path / "state.json") as f:
         state = _unflatten(json.load(f), tensors)
-    return load_file(str(path / "model.safetensors")), state
+    root = path / LEARNERS
+    learners = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    return {name: load_file(str(root / name / "model.safetensors")) for name in learners}, state
+
+
+def learner_model_dir(checkpoint: Path, learner: str) -> Path:
+    """The directory of ``learner``'s model in ``checkpoint``, loadable as ``model:PATH``."""
+    folder = Path(checkpoint) / LEARNERS / learner
+    if not (folder / "model.safetensors").is_file():
+        present = sorted(p.name for p in (Path(checkpoint) / LEARNERS).glob("*")) or ["none"]
+        raise FileNotFoundError(f"checkpoint {checkpoint} has no learner {learner!r} (learners: {', '.join(present)})")
+    return folder
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:

@@ -7,6 +7,8 @@ An unknown key or a wrong type is a ``ConfigError`` naming the file, the dotted 
 
 from __future__ import annotations
 
+import re
+
 import difflib
 import types
 import typing
@@ -20,6 +22,7 @@ import yaml
 from arena.core.errors import ConfigError
 
 T = TypeVar("T")
+_FLOAT_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 def resolve_config_path(name: str | Path) -> Path:
@@ -189,6 +192,9 @@ def _convert(tp: Any, value: Any, source: str, key: str) -> Any:
         raise _type_error(source, key, tp, value)
     if tp is float:
         if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str) and _FLOAT_TEXT.fullmatch(value.strip()):
+            # YAML 1.1 reads ``3e-4`` (no dot) as a string; a float-typed key takes it as the number it spells.
             return float(value)
         raise _type_error(source, key, tp, value)
     if tp is str:

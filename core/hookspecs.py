@@ -195,6 +195,15 @@ def augment_group(group: list[Sample], generate: Callable[..., Any]) -> list[Sam
 
 
 @hookspec(firstresult=True)
+def compute_returns(samples: list[Sample], options: Mapping[str, Mapping[str, Any]]) -> list[float] | None:
+    """After ``compute_rewards``, before advantages: the return of every sample (stored as ``Sample.ret``).
+
+    The default (no plugin answers) is the sum of each sample's reward terms. MAGE answers with its
+    differential, γ_step/γ_traj-discounted returns across the episodes of a trial. firstresult.
+    """
+
+
+@hookspec(firstresult=True)
 def compute_advantages(
     samples: list[Sample], options: Mapping[str, Mapping[str, Any]]
 ) -> list[float | list[float]] | None:

@@ -231,12 +231,28 @@ class Run:
             "rng": ck.rng_state(),
             "plugins": self.plugin_state(),
         }
-        ck.save_checkpoint(self.out_dir, self.iteration, model.state_dict(), state, keep=self.config.checkpoint.keep)
+        tokenizer = getattr(self.backend, "tokenizer", None)
+
+        def model_files(folder: Path) -> None:
+            model.config.save_pretrained(folder)
+            if getattr(model, "generation_config", None) is not None:
+                model.generation_config.save_pretrained(folder)
+            if tokenizer is not None:
+                tokenizer.save_pretrained(folder)
+
+        ck.save_checkpoint(
+            self.out_dir,
+            self.iteration,
+            {self.learner.name: model.state_dict()},
+            state,
+            keep=self.config.checkpoint.keep,
+            model_files={self.learner.name: model_files},
+        )
 
     def load(self, path: Path) -> None:
-        weights, state = ck.load_checkpoint(path)
+        models, state = ck.load_checkpoint(path)
         model = self.trainer.accelerator.unwrap_model(self.trainer.model)
-        model.load_state_dict(weights, strict=False)
+        model.load_state_dict(models[self.learner.name], strict=False)
         self.trainer.load_state_dict(state["trainer"])
         ck.set_rng_state(state["rng"])
         for name, plugin_state in state.get("plugins", {}).items():
@@ -279,8 +295,13 @@ class Run:
                         raise ArenaError(f"plugin {name!r} sets reward term(s) {sorted(clash)} that already exist")
                     current.update(terms)
                     samples[indices[j]] = attrs.evolve(samples[indices[j]], reward_terms=current)
-        samples = [attrs.evolve(s, ret=s.reward) for s in samples]
         options = self.learner.options
+        returns = self.plugins.first("compute_returns", samples=samples, options=options)
+        if returns is None:
+            returns = [s.reward for s in samples]
+        elif len(returns) != len(samples):
+            raise ArenaError(f"compute_returns gave {len(returns)} returns for {len(samples)} samples")
+        samples = [attrs.evolve(s, ret=float(r)) for s, r in zip(samples, returns, strict=True)]
         advantages = self.plugins.first("compute_advantages", samples=samples, options=options)
         normalized = self.plugins.first("normalize_advantages", samples=samples, advantages=advantages, options=options)
         if normalized is not None:

@@ -60,6 +60,8 @@ class TrainConfig:
     arena: str
     opponents: list[OpponentEntry]
     learners: list[LearnerConfig] = attrs.field(factory=lambda: [LearnerConfig()])
+    #: Opponents held out of training, for ``arena eval --opponents unseen`` (MAGE: CFR for Kuhn, MCTS-1000).
+    unseen: list[str] = attrs.field(factory=list)
     arena_kwargs: dict[str, Any] = attrs.field(factory=dict)
     seed: int = 0
     iterations: int = attrs.field(default=10, validator=_positive)

@@ -24,8 +24,12 @@ def test_round_trip_is_exact(tmp_path: Path) -> None:
     torch.manual_seed(0)
     parts = optimizer_state()
     state = {"optimizer": parts["opt"], "rng": ck.rng_state(), "trainer": {"iteration": 7, "elo": {"a": 1012.5}}}
-    path = ck.save_checkpoint(tmp_path, 7, parts["model"], state)
-    weights, loaded = ck.load_checkpoint(path)
+    path = ck.save_checkpoint(tmp_path, 7, {"agent": parts["model"]}, state)
+    models, loaded = ck.load_checkpoint(path)
+    weights = models["agent"]
+    assert ck.learner_model_dir(path, "agent") == path / "learners" / "agent"
+    with pytest.raises(FileNotFoundError, match="no learner 'other'"):
+        ck.learner_model_dir(path, "other")
     assert all(torch.equal(weights[k], v) for k, v in parts["model"].items())
     assert loaded["trainer"] == {"iteration": 7, "elo": {"a": 1012.5}}
     opt_state = loaded["optimizer"]["state"]
@@ -52,21 +56,21 @@ def test_rng_states_restore_the_same_draws(tmp_path: Path) -> None:
 
 
 def test_crash_while_saving_keeps_the_previous_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ck.save_checkpoint(tmp_path, 1, {"w": torch.ones(2)}, {"step": 1})
+    ck.save_checkpoint(tmp_path, 1, {"a": {"w": torch.ones(2)}}, {"step": 1})
 
     def dies(*args, **kwargs):
         raise KeyboardInterrupt("killed while writing")
 
     monkeypatch.setattr(ck.json, "dump", dies)
     with pytest.raises(KeyboardInterrupt):
-        ck.save_checkpoint(tmp_path, 2, {"w": torch.zeros(2)}, {"step": 2})
+        ck.save_checkpoint(tmp_path, 2, {"a": {"w": torch.zeros(2)}}, {"step": 2})
     monkeypatch.undo()
     latest = ck.latest_checkpoint(tmp_path)
     assert latest is not None and ck.step_of(latest) == 1
     weights, state = ck.load_checkpoint(latest)
-    assert state == {"step": 1} and torch.equal(weights["w"], torch.ones(2))
+    assert state == {"step": 1} and torch.equal(weights["a"]["w"], torch.ones(2))
     # The next save cleans up the interrupted temp dir.
-    ck.save_checkpoint(tmp_path, 3, {"w": torch.zeros(2)}, {"step": 3})
+    ck.save_checkpoint(tmp_path, 3, {"a": {"w": torch.zeros(2)}}, {"step": 3})
     assert not list((tmp_path / "checkpoints").glob(".tmp-*"))
 
 
