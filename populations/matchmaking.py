@@ -1,0 +1,77 @@
+"""Matchmaking: which opponent each group of trials faces, on which seed, from which seat.
+
+MAGE's "stationary grouping": every group of G trials faces exactly one opponent, so the group baseline is a
+per-opponent baseline. All randomness is derived from the run seed, the iteration and the learner's name, so
+the matchups of one learner never depend on the other learners, the pool's history aside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import attrs
+import numpy as np
+
+from arena.core.errors import ArenaError
+from arena.core.seeding import derive_seed
+from arena.populations.pool import OpponentPool
+from arena.populations.settings import PFSPConfig
+
+LearnerSeat = Literal["random", "first", "last"]
+
+
+@attrs.frozen
+class Matchup:
+    """One group: ``learner`` against the pool member ``opponent`` (seat spec ``opponent_spec``) on ``seed``.
+
+    ``learner_first`` says the learner takes the first seat (``env.possible_agents[0]``).
+    """
+
+    learner: str
+    group_id: str
+    opponent: str
+    opponent_spec: str
+    seed: int
+    learner_first: bool
+
+
+def group_id(iteration: int, learner: str, group: int) -> str:
+    return f"it{iteration:05d}-{learner}-g{group:03d}"
+
+
+def default_matchups(
+    pool: OpponentPool,
+    learners: Sequence[str],
+    iteration: int,
+    groups: int,
+    learner_seat: LearnerSeat,
+    seed: int,
+    pfsp: PFSPConfig,
+) -> list[Matchup]:
+    """``groups`` matchups per learner, learners in the given order.
+
+    Per learner one generator, ``default_rng(derive_seed(seed, "matchups", iteration, learner))``, draws for each
+    group the opponent (``pool.sample``) and then, with ``learner_seat: random``, the seat (first on an even
+    ``integers(2)``). The group seed is ``derive_seed(seed, "group", iteration, learner, g) % 2**31``.
+    """
+    if learner_seat not in ("random", "first", "last"):
+        raise ArenaError(f"learner_seat must be random, first or last, got {learner_seat!r}")
+    out = []
+    for learner in learners:
+        rng = np.random.default_rng(derive_seed(seed, "matchups", iteration, learner))
+        for g in range(groups):
+            member = pool.sample(learner, rng, pfsp)
+            # The seat draw comes after the opponent draw, and only for random seats.
+            first = bool(rng.integers(2) == 0) if learner_seat == "random" else learner_seat == "first"
+            out.append(
+                Matchup(
+                    learner=learner,
+                    group_id=group_id(iteration, learner, g),
+                    opponent=member.name,
+                    opponent_spec=member.spec,
+                    seed=int(derive_seed(seed, "group", iteration, learner, g) % (2**31)),
+                    learner_first=first,
+                )
+            )
+    return out

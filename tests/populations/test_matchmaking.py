@@ -1,0 +1,57 @@
+"""Matchmaking: one opponent per group, seeds and seats derived from the run seed, the iteration, the learner."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from arena.core.errors import ArenaError
+from arena.core.seeding import derive_seed
+from arena.populations.matchmaking import Matchup, default_matchups
+from arena.populations.pool import OpponentPool, PoolMember
+from arena.populations.settings import PFSPConfig
+
+POOL = OpponentPool([PoolMember(n, n, w) for n, w in (("conservative", 0.3), ("aggressive", 0.3), ("mcts:100", 0.4))])
+
+
+def make(iteration: int = 0, learners=("L",), seed: int = 7, seat="random", groups: int = 16) -> list[Matchup]:
+    return default_matchups(POOL, list(learners), iteration, groups, seat, seed, PFSPConfig())
+
+
+def test_same_seed_same_matchups_and_the_documented_derivation():
+    first = make()
+    assert make() == first
+    assert [m.group_id for m in first[:2]] == ["it00000-L-g000", "it00000-L-g001"]
+    assert first[3].seed == derive_seed(7, "group", 0, "L", 3) % 2**31
+    # The opponent and the seat come from one generator per (iteration, learner), in that order.
+    rng = np.random.default_rng(derive_seed(7, "matchups", 0, "L"))
+    for m in first:
+        assert m.opponent == POOL.sample("L", rng, PFSPConfig()).name
+        assert m.learner_first == (int(rng.integers(2)) == 0)
+        assert m.opponent_spec == POOL.members[m.opponent].spec
+
+
+def test_iteration_seed_and_learner_change_the_draw():
+    base = make()
+    assert make(iteration=1) != base
+    assert [m.seed for m in make(iteration=1)] != [m.seed for m in base]
+    assert make(seed=8) != base
+    both = make(learners=("L", "K"))
+    assert both[:16] == base  # a learner's matchups do not depend on the other learners
+    assert [m.learner for m in both] == ["L"] * 16 + ["K"] * 16
+    assert [m.opponent for m in both[16:]] != [m.opponent for m in base]
+
+
+def test_fixed_seats_and_mixed_random_seats():
+    assert all(m.learner_first for m in make(seat="first"))
+    assert not any(m.learner_first for m in make(seat="last"))
+    firsts = [m.learner_first for m in make(groups=400)]
+    assert 0.4 < sum(firsts) / len(firsts) < 0.6
+    with pytest.raises(ArenaError, match="learner_seat"):
+        make(seat="middle")
+
+
+def test_opponents_follow_the_weights():
+    names = [m.opponent for m in make(groups=3000)]
+    for name, p in (("conservative", 0.3), ("aggressive", 0.3), ("mcts:100", 0.4)):
+        assert names.count(name) / len(names) == pytest.approx(p, abs=0.03)
