@@ -19,7 +19,12 @@ Outcome = Literal["win", "draw", "loss"]
 @attrs.frozen
 class TrialSpec:
     """What to play: ``seats[i]`` (a seat spec such as ``model:tiny`` or ``mcts:100``) takes
-    ``env.possible_agents[i]``. Every episode of the trial restarts the arena from ``seed``."""
+    ``env.possible_agents[i]``. Every episode of the trial restarts the arena from ``seed``.
+
+    ``options`` are the enabled plugins' settings (the learner's ``options``: plugin name → settings dict), so
+    the trial-phase hooks (``reflect``, ``retrieve_memory``, ``pre_action``, ``compute_rewards`` through
+    ``TrialRecord.spec``) read the same settings ``compute_advantages`` gets; empty means defaults.
+    """
 
     trial_id: str
     arena_id: str
@@ -31,6 +36,7 @@ class TrialSpec:
     early_stop_on_win: bool = False
     training: bool = True
     meta: dict[str, Any] = attrs.field(factory=dict)
+    options: dict[str, dict[str, Any]] = attrs.field(factory=dict)
 
 
 @attrs.frozen
