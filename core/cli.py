@@ -214,6 +214,53 @@ def train_cmd(
     click.echo(str(run.run(resume=resume is not None)))
 
 
+@cli.command("eval")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--opponents",
+    default="unseen",
+    show_default=True,
+    help="unseen (the config's held-out opponents), train (the pool), all, or a comma list of seat specs.",
+)
+@click.option("--games", type=int, default=200, show_default=True, help="Trials per opponent, half in each seat.")
+@click.option("--learner", default=None, help="Learner to evaluate. [default: the config's first]")
+@click.option("--checkpoint", type=click.Path(path_type=Path), default=None, help="Checkpoint dir. [default: latest]")
+@click.option("--seed", type=int, default=None, help="Seed of the first deal. [default: the config's eval.seed]")
+@click.option("--policy-samples", type=int, default=64, show_default=True, help="Kuhn: answers per info state.")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Report directory. [default: RUN/eval]")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole result as one JSON object.")
+def eval_cmd(
+    run_dir: Path,
+    opponents: str,
+    games: int,
+    learner: str | None,
+    checkpoint: Path | None,
+    seed: int | None,
+    policy_samples: int,
+    out: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure a trained RUN's checkpoint against opponents, above all ones it never met; write a report."""
+    from arena.core.evaluation import evaluate_run
+    from arena.core.report import format_text, write_report
+
+    report = evaluate_run(
+        run_dir,
+        opponents=opponents,
+        games=games,
+        learner=learner,
+        checkpoint=checkpoint,
+        seed=seed,
+        policy_samples=policy_samples,
+    )
+    paths = write_report(report, out if out is not None else run_dir / "eval")
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    click.echo(format_text(report))
+    click.echo(f"\nreport: {paths['markdown']}")
+
+
 @cli.group("models", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context

@@ -1,0 +1,219 @@
+"""Rendering an ``arena eval`` result: aligned text for the terminal, Markdown and a PNG plot for the run.
+
+``write_report(report, out_dir)`` writes ``report.json``, ``report.md`` (tables with the plot embedded) and
+``success_by_episode.png`` (win rate by episode index within a trial, one line per opponent, 95% Wilson bars).
+Everything reads the JSON-ready dict of ``arena.core.evaluation.evaluate_run``, so a saved ``report.json`` can be
+re-rendered.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+PLOT = "success_by_episode.png"
+
+
+def _pct(rate: Mapping[str, Any]) -> str:
+    return f"{rate['rate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}]"
+
+
+def _mean(mean: Mapping[str, Any], digits: int = 3) -> str:
+    if mean["low"] is None:
+        return f"{mean['mean']:+.{digits}f}"
+    return f"{mean['mean']:+.{digits}f} [{mean['low']:+.{digits}f}, {mean['high']:+.{digits}f}]"
+
+
+def _num(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
+    out = [line, "-" * len(line)]
+    out.extend("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+    return out
+
+
+def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    out.extend("| " + " | ".join(str(c) for c in r) + " |" for r in rows)
+    return out
+
+
+# -- tables shared by the text and Markdown renderings ------------------------------------------------------
+
+OUTCOME_HEADER = (
+    "opponent",
+    "group",
+    "trials",
+    "win rate [95% CI]",
+    "draw",
+    "loss",
+    "mean return [95% CI]",
+    "invalid/trial",
+)
+POLICY_HEADER = ("information state", "P(Pass)", "P(Bet)", "invalid rate")
+
+
+def outcome_rows(report: Mapping[str, Any]) -> list[list[str]]:
+    return [
+        [
+            r["opponent"],
+            r["group"],
+            str(r["trials"]),
+            _pct(r["win_rate"]),
+            f"{r['draw_rate']['rate']:.3f}",
+            f"{r['loss_rate']['rate']:.3f}",
+            _mean(r["mean_return"]),
+            f"{r['invalid_per_trial']['mean']:.2f}",
+        ]
+        for r in report["opponents"]
+    ]
+
+
+def episode_header(report: Mapping[str, Any]) -> list[str]:
+    return ["opponent", *(f"episode {k}" for k in range(1, int(report["episodes_per_trial"]) + 1))]
+
+
+def episode_rows(report: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    width = int(report["episodes_per_trial"])
+    for r in report["opponents"]:
+        cells = [_pct(e["win_rate"]) for e in r["by_episode"]]
+        rows.append([r["opponent"], *cells, *[""] * (width - len(cells))])
+    return rows
+
+
+def policy_rows(exploit: Mapping[str, Any]) -> list[list[str]]:
+    return [
+        [name, f"{p['Pass']:.3f}", f"{p['Bet']:.3f}", f"{p['invalid_rate']:.3f}"]
+        for name, p in exploit["policy"].items()
+    ]
+
+
+def exploitability_lines(exploit: Mapping[str, Any]) -> list[str]:
+    return [
+        f"learned policy  {exploit['learned']:.4f}   ({exploit['samples_per_state']} samples per state, "
+        f"invalid rate {exploit['invalid_rate']:.3f})",
+        f"CFR+ policy     {exploit['cfr']:.4f}",
+        f"uniform random  {exploit['uniform']:.4f}",
+    ]
+
+
+def ratings_rows(ratings: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    columns = list(ratings["columns"])
+    rows = [[str(r["member"]), *(_num(r.get(c, "")) for c in columns)] for r in ratings["rows"]]
+    return ["member", *columns], rows
+
+
+def _title(report: Mapping[str, Any]) -> str:
+    return (
+        f"{report['learner']} at step {report['step']} of {report['run']} on {report['arena']}: "
+        f"{report['games']} trials per opponent, {report['episodes_per_trial']} episode(s) each, seed {report['seed']}"
+    )
+
+
+# -- renderings ---------------------------------------------------------------------------------------------
+
+
+def format_text(report: Mapping[str, Any]) -> str:
+    """The terminal rendering: plain aligned columns, like the other ``arena`` commands."""
+    lines = [_title(report), "", "Final episode of each trial:"]
+    lines += _aligned(OUTCOME_HEADER, outcome_rows(report))
+    if int(report["episodes_per_trial"]) > 1:
+        lines += ["", "Win rate by episode of the trial [95% CI]:"]
+        lines += _aligned(episode_header(report), episode_rows(report))
+    exploit = report.get("exploitability")
+    if exploit:
+        lines += ["", "Kuhn poker exploitability (0 = Nash equilibrium):"]
+        lines += ["  " + line for line in exploitability_lines(exploit)]
+        lines += ["", "Learned policy:"]
+        lines += _aligned(POLICY_HEADER, policy_rows(exploit))
+    lines += [""]
+    ratings = report.get("ratings")
+    if ratings:
+        lines += ["Population ratings:"]
+        lines += _aligned(*ratings_rows(ratings))
+    else:
+        lines += ["Population ratings: no ratings in this run"]
+    return "\n".join(lines)
+
+
+def format_markdown(report: Mapping[str, Any], plot: str | None = PLOT) -> str:
+    lines = [f"# Evaluation of {report['learner']} (step {report['step']})", "", _title(report) + ".", ""]
+    lines += [
+        f"Checkpoint: `{report['checkpoint']}`; seat `{report['seat']}`; plugins: {', '.join(report['plugins'])}."
+    ]
+    lines += ["", "## Final episode of each trial", ""]
+    lines += _markdown_table(OUTCOME_HEADER, outcome_rows(report))
+    lines += ["", "## Success by episode of the trial", ""]
+    if plot:
+        lines += [f"![win rate by episode]({plot})", ""]
+    lines += _markdown_table(episode_header(report), episode_rows(report))
+    exploit = report.get("exploitability")
+    if exploit:
+        lines += ["", "## Kuhn poker exploitability", "", "```"]
+        lines += exploitability_lines(exploit)
+        lines += ["```", ""]
+        lines += _markdown_table(POLICY_HEADER, policy_rows(exploit))
+    lines += ["", "## Population ratings", ""]
+    ratings = report.get("ratings")
+    lines += _markdown_table(*ratings_rows(ratings)) if ratings else ["No ratings in this run."]
+    return "\n".join(lines) + "\n"
+
+
+def plot_success(report: Mapping[str, Any], path: Path) -> Path:
+    """Win rate by episode index, one line per opponent with asymmetric 95% Wilson error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on servers; also keeps a test run from opening windows
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    opponents = report["opponents"]
+    spread = 0.15
+    for i, r in enumerate(opponents):
+        # Small horizontal offsets keep the error bars of different opponents apart.
+        offset = (i - (len(opponents) - 1) / 2) * spread / max(1, len(opponents) - 1) if len(opponents) > 1 else 0
+        xs = [e["episode"] + offset for e in r["by_episode"]]
+        ys = [e["win_rate"]["rate"] for e in r["by_episode"]]
+        low = [e["win_rate"]["rate"] - e["win_rate"]["low"] for e in r["by_episode"]]
+        high = [e["win_rate"]["high"] - e["win_rate"]["rate"] for e in r["by_episode"]]
+        ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=3, label=f"{r['opponent']} ({r['group']})")
+    episodes = int(report["episodes_per_trial"])
+    ax.set_xticks(range(1, episodes + 1))
+    ax.set_xlim(0.5, episodes + 0.5)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("episode of the trial")
+    ax.set_ylabel("win rate (95% Wilson CI)")
+    ax.set_title(f"{report['learner']} step {report['step']} on {report['arena']}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def write_report(report: dict[str, Any], out_dir: Path) -> dict[str, str]:
+    """Write ``report.json``, ``report.md`` and the plot into ``out_dir``; returns their paths by kind.
+
+    The paths are also stored in ``report["report"]`` before the JSON is written, so the file names itself.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "dir": str(out_dir),
+        "json": str(out_dir / "report.json"),
+        "markdown": str(out_dir / "report.md"),
+        "plot": str(out_dir / PLOT),
+    }
+    report["report"] = paths
+    plot_success(report, out_dir / PLOT)
+    (out_dir / "report.md").write_text(format_markdown(report))
+    (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    return paths
