@@ -1,9 +1,11 @@
 """``arena train``: play groups of trials against a pool, turn them into samples, update, repeat.
 
-One iteration: matchmaking (each group of ``group_size`` trials gets one opponent, drawn by weight, one seed
-and one learner seat) → the rollout engine plays every trial at once → samples → ``compute_rewards`` terms →
-returns → ``compute_advantages`` (the learner's estimator plugin) → ``normalize_advantages`` →
-``training_view`` → ``Trainer.update`` → metrics line, rollout dump, checkpoint, evaluation.
+One iteration: matchmaking by the population (``arena.populations``: for every learner, groups of
+``group_size`` trials, each group one opponent from the pool, one seed and one learner seat) → each learner's
+rollout engine plays all of its trials at once → ``match_end`` (ratings, opponent statistics) → samples →
+``compute_rewards`` terms → ``compute_returns`` → ``compute_advantages`` (the learner's estimator plugin) →
+``normalize_advantages`` → ``training_view`` → ``Trainer.update`` → ``evolve_population`` (snapshots join the
+pool) → metrics line, ``population.json``, rollout dump, checkpoint, evaluation.
 
 Everything random is derived from ``seed`` and the iteration, so a CPU run is repeatable bit for bit and a
 resumed run (after ``kill -9``) continues exactly: the checkpoint holds weights, optimizer, scheduler, RNG
@@ -12,10 +14,12 @@ states, plugin state and the iteration; ``metrics.jsonl`` is cut back to the che
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import random
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -29,6 +33,7 @@ import torch
 import yaml
 from tqdm import tqdm
 
+from arena.core import catalog
 from arena.core import checkpoint as ck
 from arena.core.config import to_dict
 from arena.core.engine import RolloutEngine
@@ -38,41 +43,18 @@ from arena.core.plugins import PluginSet, installed_plugins
 from arena.core.records import TrialRecord, TrialSpec
 from arena.core.samples import Sample
 from arena.core.seats import BackendPool, parse_seat
-from arena.core.seeding import derive_seed
 from arena.core.train_config import LearnerConfig, TrainConfig
 from arena.core.trainer import Trainer
+from arena.populations import Matchup, Population
 
 log = structlog.get_logger("arena.train")
 
 
-@attrs.frozen
-class Matchup:
-    group_id: str
-    opponent: str
-    seed: int
-    learner_first: bool
-
-
-def matchups(config: TrainConfig, iteration: int) -> list[Matchup]:
-    """The iteration's groups: opponent by weight, a seed per group, the learner's seat."""
-    rng = np.random.default_rng(derive_seed(config.seed, "matchups", iteration))
-    weights = np.array([max(0.0, o.weight) for o in config.opponents], dtype=float)
-    if weights.sum() <= 0:
-        raise ArenaError("the opponent pool has no positive weight")
-    weights /= weights.sum()
-    out = []
-    for g in range(config.groups):
-        opponent = config.opponents[int(rng.choice(len(weights), p=weights))].spec
-        first = {"first": True, "last": False}.get(config.learner_seat, bool(rng.integers(2) == 0))
-        seed = int(derive_seed(config.seed, "group", iteration, g) % (2**31))
-        out.append(Matchup(group_id=f"it{iteration:05d}-g{g:03d}", opponent=opponent, seed=seed, learner_first=first))
-    return out
-
-
-def trial_specs_for(config: TrainConfig, learner: LearnerConfig, groups: Sequence[Matchup]) -> list[TrialSpec]:
+def trial_specs_for(config: TrainConfig, learner: Learner, groups: Sequence[Matchup]) -> list[TrialSpec]:
+    """``group_size`` trials per matchup: same seed, same opponent, the learner in the matchup's seat."""
     specs = []
     for m in groups:
-        seats = (learner.seat_spec, m.opponent) if m.learner_first else (m.opponent, learner.seat_spec)
+        seats = (learner.seat_spec, m.opponent_spec) if m.learner_first else (m.opponent_spec, learner.seat_spec)
         for k in range(config.group_size):
             specs.append(
                 TrialSpec(
@@ -84,7 +66,8 @@ def trial_specs_for(config: TrainConfig, learner: LearnerConfig, groups: Sequenc
                     arena_kwargs=dict(config.arena_kwargs),
                     group_id=m.group_id,
                     early_stop_on_win=config.trial.early_stop_on_win,
-                    meta={"opponent": m.opponent},
+                    meta={"learner": learner.name, "opponent": m.opponent},
+                    options=dict(learner.config.options),
                 )
             )
     return specs
@@ -98,7 +81,8 @@ def outcome_metrics(trials: Sequence[TrialRecord], seat_spec: str, prefix: str) 
         for i, text in enumerate(trial.spec.seats):
             if text != seat_spec:
                 continue
-            opponent = ",".join(s for s in trial.spec.seats if s != seat_spec) or "self"
+            opponent = trial.spec.meta.get("opponent") or ",".join(s for s in trial.spec.seats if s != seat_spec)
+            opponent = opponent or "self"
             agent = agents[i]
             invalid = sum(e.invalid_actions[agent] for e in trial.episodes)
             rows.setdefault(opponent, []).append((trial.final.returns[agent], trial.final.outcomes[agent], invalid))
@@ -144,17 +128,88 @@ def sample_to_json(sample: Sample) -> dict[str, Any]:
     }
 
 
+class Learner:
+    """One learner of the population: its config, plugins, generation backend, trainer and rollout engine.
+
+    Its seat spec is unique to it (``model:tiny#agent@hf``) even when two learners start from the same model, so
+    the backend pool keeps one model object per learner and every trial knows which learner sat where.
+    """
+
+    def __init__(self, config: LearnerConfig, run: TrainConfig, pool: BackendPool) -> None:
+        self.config = config
+        self.name = config.name
+        self.plugins = PluginSet(config.plugins)
+        if not self.plugins.implements("compute_advantages"):
+            raise ArenaError(
+                f"learner {config.name!r} enables no advantage estimator; add one of "
+                "grpo, drgrpo, rloo, gigpo, rae, reinforce, mage to its plugins"
+            )
+        backend_name, model_name = BackendPool.resolve(parse_seat(config.seat_spec))
+        factory = catalog.backends().get(backend_name).factory
+        self.backend = factory(model=model_name, **pool.options.get(backend_name, {}))
+        unique = f"{model_name}#{config.name}"
+        pool.add(backend_name, unique, self.backend)
+        self.seat_spec = f"model:{unique}@{backend_name}"
+        model = getattr(self.backend, "model", None)
+        if model is None:
+            raise ArenaError(
+                f"learner {config.name!r}: backend {self.backend.name!r} has no trainable model; "
+                "train with the hf backend"
+            )
+        self.tokenizer = getattr(self.backend, "tokenizer", None)
+        pad_id = int(getattr(self.tokenizer, "pad_token_id", None) or 0)
+        loss = config.loss
+        if loss.aggregation == "seq_sum" and loss.seq_sum_constant is None:
+            # Dr.GRPO divides by a constant: the generation budget, not the batch's longest answer.
+            loss = attrs.evolve(loss, seq_sum_constant=run.trial.prompt.max_new_tokens)
+        self.trainer = Trainer(model, config.optim, loss, pad_id=pad_id)
+        self.engine = RolloutEngine(self.plugins, run.trial, backends=pool, max_live_trials=run.max_live_trials)
+
+    @property
+    def model(self) -> Any:
+        return self.trainer.accelerator.unwrap_model(self.trainer.model)
+
+    def save_model(self, folder: Path) -> None:
+        """Weights, config and tokenizer: a directory that loads as ``model:FOLDER``."""
+        model = self.model
+        model.save_pretrained(folder)
+        if self.tokenizer is not None:
+            self.tokenizer.save_pretrained(folder)
+
+    def write_model_files(self, folder: Path) -> None:
+        """Everything but the weights (the checkpoint writes those itself)."""
+        self.model.config.save_pretrained(folder)
+        if getattr(self.model, "generation_config", None) is not None:
+            self.model.generation_config.save_pretrained(folder)
+        if self.tokenizer is not None:
+            self.tokenizer.save_pretrained(folder)
+
+    def plugin_state(self) -> dict[str, Any]:
+        states = {}
+        for name in self.plugins.names:
+            obj = self.plugins.pm.get_plugin(name)
+            if obj is not None and hasattr(obj, "state_dict"):
+                states[name] = obj.state_dict()
+        return states
+
+    def load_plugin_state(self, states: Mapping[str, Any]) -> None:
+        for name, plugin_state in states.items():
+            obj = self.plugins.pm.get_plugin(name)
+            if obj is not None and hasattr(obj, "load_state_dict"):
+                obj.load_state_dict(plugin_state)
+
+
 class Run:
-    """One training run in ``out_dir``; ``Run.resume(dir)`` continues one."""
+    """One training run in ``out_dir``: the population's learners, its opponent pool and ratings.
+
+    ``Run(config, dir).run(resume=True)`` continues from the newest checkpoint in ``dir``.
+    """
 
     def __init__(self, config: TrainConfig, out_dir: Path, dump_rollouts: bool = False, progress: bool | None = None):
-        if len(config.learners) != 1:
-            raise ArenaError(
-                f"arena train takes one learner for now, the config has {len(config.learners)}; "
-                "co-evolving learners come with the population manager"
-            )
+        names = [learner.name for learner in config.learners]
+        if len(set(names)) != len(names):
+            raise ArenaError(f"learner names must be unique, got {names}")
         self.config = config
-        self.learner = config.learners[0]
         self.out_dir = Path(out_dir)
         self.dump_rollouts = dump_rollouts
         self.progress = progress
@@ -163,29 +218,25 @@ class Run:
         random.seed(config.seed)
         np.random.seed(config.seed % (2**32))
         torch.manual_seed(config.seed)
-        self.plugins = PluginSet(self.learner.plugins)
-        if not self.plugins.implements("compute_advantages"):
-            raise ArenaError(
-                f"learner {self.learner.name!r} enables no advantage estimator; add one of "
-                "grpo, drgrpo, rloo, gigpo, rae, reinforce to its plugins"
-            )
         self.pool = BackendPool()
-        self.backend = self.pool.get(parse_seat(self.learner.seat_spec))
-        model = getattr(self.backend, "model", None)
-        if model is None:
-            raise ArenaError(f"backend {self.backend.name!r} has no trainable model; train with the hf backend")
-        tokenizer = getattr(self.backend, "tokenizer", None)
-        pad_id = int(getattr(tokenizer, "pad_token_id", None) or 0)
-        loss = self.learner.loss
-        if loss.aggregation == "seq_sum" and loss.seq_sum_constant is None:
-            # Dr.GRPO divides by a constant: the generation budget, not the batch's longest answer.
-            loss = attrs.evolve(loss, seq_sum_constant=config.trial.prompt.max_new_tokens)
-        self.trainer = Trainer(model, self.learner.optim, loss, pad_id=pad_id)
-        self.engine = RolloutEngine(
-            self.plugins, config.trial, backends=self.pool, max_live_trials=config.max_live_trials
+        self.learners = [Learner(learner, config, self.pool) for learner in config.learners]
+        self.population = Population(
+            config.population,
+            learners=[(learner.name, learner.seat_spec) for learner in self.learners],
+            opponents=[(o.spec, o.weight) for o in config.opponents],
+            seed=config.seed,
         )
         self.iteration = 0
         self.writer: Any = None
+
+    @property
+    def learner(self) -> Learner:
+        """The first learner (the only one in single-learner runs)."""
+        return self.learners[0]
+
+    def _key(self, learner: Learner, key: str) -> str:
+        """Metric names: plain for one learner, ``NAME/...`` when several learners share the run."""
+        return key if len(self.learners) == 1 else f"{learner.name}/{key}"
 
     # -- files ----------------------------------------------------------------------------------------------
 
@@ -194,7 +245,9 @@ class Run:
         with open(self.out_dir / "config.yaml", "w") as f:
             yaml.safe_dump(to_dict(self.config), f, sort_keys=False)
         plugins = {p.name: {"distribution": p.distribution, "version": p.version} for p in installed_plugins()}
-        enabled = {name: plugins.get(name, {}) for name in self.learner.plugins}
+        enabled = {
+            learner.name: {name: plugins.get(name, {}) for name in learner.config.plugins} for learner in self.learners
+        }
         with open(self.out_dir / "plugins.json", "w") as f:
             json.dump({"enabled": enabled, "installed": plugins}, f, indent=2)
         try:
@@ -213,72 +266,82 @@ class Run:
                     self.writer.add_scalar(key, value, int(metrics["iteration"]))
             self.writer.flush()
 
+    def write_population(self) -> None:
+        """``population.json``: members, sampling weights and ratings now (the checkpoint has the full state)."""
+        path = self.out_dir / "population.json"
+        tmp = path.with_suffix(".json.tmp")
+        summary = {"iteration": self.iteration, **self.population.summary(), "ratings": self.population.ratings_table()}
+        tmp.write_text(json.dumps(summary, indent=2, default=str))
+        os.replace(tmp, path)
+
     # -- checkpoints --------------------------------------------------------------------------------------
 
-    def plugin_state(self) -> dict[str, Any]:
-        states = {}
-        for name in self.plugins.names:
-            obj = self.plugins.pm.get_plugin(name)
-            if obj is not None and hasattr(obj, "state_dict"):
-                states[name] = obj.state_dict()
-        return states
-
     def save(self) -> None:
-        model = self.trainer.accelerator.unwrap_model(self.trainer.model)
         state = {
             "iteration": self.iteration,
-            "trainer": self.trainer.state_dict(),
+            "learners": {
+                learner.name: {"trainer": learner.trainer.state_dict(), "plugins": learner.plugin_state()}
+                for learner in self.learners
+            },
+            "population": self.population.state_dict(),
             "rng": ck.rng_state(),
-            "plugins": self.plugin_state(),
         }
-        tokenizer = getattr(self.backend, "tokenizer", None)
-
-        def model_files(folder: Path) -> None:
-            model.config.save_pretrained(folder)
-            if getattr(model, "generation_config", None) is not None:
-                model.generation_config.save_pretrained(folder)
-            if tokenizer is not None:
-                tokenizer.save_pretrained(folder)
-
         ck.save_checkpoint(
             self.out_dir,
             self.iteration,
-            {self.learner.name: model.state_dict()},
+            {learner.name: learner.model.state_dict() for learner in self.learners},
             state,
             keep=self.config.checkpoint.keep,
-            model_files={self.learner.name: model_files},
+            model_files={learner.name: learner.write_model_files for learner in self.learners},
         )
 
     def load(self, path: Path) -> None:
         models, state = ck.load_checkpoint(path)
-        model = self.trainer.accelerator.unwrap_model(self.trainer.model)
-        model.load_state_dict(models[self.learner.name], strict=False)
-        self.trainer.load_state_dict(state["trainer"])
+        for learner in self.learners:
+            if learner.name not in models:
+                raise ArenaError(f"checkpoint {path} has no weights for learner {learner.name!r}")
+            learner.model.load_state_dict(models[learner.name], strict=False)
+            saved = state["learners"][learner.name]
+            learner.trainer.load_state_dict(saved["trainer"])
+            learner.load_plugin_state(saved.get("plugins", {}))
+        self.population.load_state_dict(state["population"])
         ck.set_rng_state(state["rng"])
-        for name, plugin_state in state.get("plugins", {}).items():
-            obj = self.plugins.pm.get_plugin(name)
-            if obj is not None and hasattr(obj, "load_state_dict"):
-                obj.load_state_dict(plugin_state)
         self.iteration = int(state["iteration"])
         metrics = self.out_dir / "metrics.jsonl"
         if metrics.exists():  # lines written after the checkpoint are replayed by the resumed run
             kept = [line for line in metrics.read_text().splitlines() if json.loads(line)["iteration"] < self.iteration]
             metrics.write_text("".join(line + "\n" for line in kept))
 
+    def snapshot(self, learner_name: str) -> str:
+        """Freeze ``learner_name``'s current weights into ``snapshots/`` and return the seat spec that plays them."""
+        learner = next(x for x in self.learners if x.name == learner_name)
+        folder = self.out_dir / "snapshots" / f"{learner_name}-it{self.iteration:05d}"
+        if not (folder / "config.json").is_file():  # a resumed run re-reaches the same iteration
+            tmp = folder.with_name(folder.name + ".tmp")
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            learner.save_model(tmp)
+            os.replace(tmp, folder)
+        backend = parse_seat(learner.seat_spec).backend
+        return f"model:{folder.resolve()}" + (f"@{backend}" if backend else "")
+
     # -- one iteration ------------------------------------------------------------------------------------
 
-    def experience(self, trials: Sequence[TrialRecord]) -> list[Sample]:
+    def experience(self, learner: Learner, trials: Sequence[TrialRecord]) -> list[Sample]:
         samples: list[Sample] = []
         for trial in trials:
             samples.extend(
                 trial_samples(
-                    trial, self.learner.name, [self.learner.seat_spec], self.learner.invalid_penalty, self.learner.gamma
+                    trial, learner.name, [learner.seat_spec], learner.config.invalid_penalty, learner.config.gamma
                 )
             )
-        return samples
+        opponents = {t.spec.trial_id: t.spec.meta.get("opponent") for t in trials}
+        # Samples name the opponent by its pool member name (a snapshot's name, not its directory).
+        return [attrs.evolve(s, opponent=opponents.get(s.trial_id) or s.opponent) for s in samples]
 
-    def credit(self, trials: Sequence[TrialRecord], samples: list[Sample]) -> list[Sample]:
+    def credit(self, learner: Learner, trials: Sequence[TrialRecord], samples: list[Sample]) -> list[Sample]:
         """Reward terms from plugins, returns, advantages, normalisation, training view."""
+        plugins = learner.plugins
         by_trial: dict[str, list[int]] = {}
         for i, s in enumerate(samples):
             by_trial.setdefault(s.trial_id, []).append(i)
@@ -287,7 +350,7 @@ class Run:
             if not indices:
                 continue
             local = [samples[i] for i in indices]
-            for name, extra in self.plugins.call("compute_rewards", trial=trial, samples=local):
+            for name, extra in plugins.call("compute_rewards", trial=trial, samples=local):
                 for j, terms in extra.items():
                     current = dict(samples[indices[j]].reward_terms)
                     clash = set(current) & set(terms)
@@ -295,79 +358,120 @@ class Run:
                         raise ArenaError(f"plugin {name!r} sets reward term(s) {sorted(clash)} that already exist")
                     current.update(terms)
                     samples[indices[j]] = attrs.evolve(samples[indices[j]], reward_terms=current)
-        options = self.learner.options
-        returns = self.plugins.first("compute_returns", samples=samples, options=options)
+        options = learner.config.options
+        returns = plugins.first("compute_returns", samples=samples, options=options)
         if returns is None:
             returns = [s.reward for s in samples]
         elif len(returns) != len(samples):
             raise ArenaError(f"compute_returns gave {len(returns)} returns for {len(samples)} samples")
         samples = [attrs.evolve(s, ret=float(r)) for s, r in zip(samples, returns, strict=True)]
-        advantages = self.plugins.first("compute_advantages", samples=samples, options=options)
-        normalized = self.plugins.first("normalize_advantages", samples=samples, advantages=advantages, options=options)
+        advantages = plugins.first("compute_advantages", samples=samples, options=options)
+        normalized = plugins.first("normalize_advantages", samples=samples, advantages=advantages, options=options)
         if normalized is not None:
             advantages = normalized
         out = []
         for sample, advantage in zip(samples, advantages, strict=True):
             value = advantage if isinstance(advantage, int | float) else list(advantage)
             sample = attrs.evolve(sample, advantage=value)
-            view = self.plugins.first("training_view", sample=sample)
+            view = plugins.first("training_view", sample=sample)
             out.append(view if view is not None else sample)
         return out
 
     def evaluate(self, label: str) -> dict[str, float]:
         cfg = self.config.eval
         opponents = cfg.opponents or [o.spec for o in self.config.opponents]
-        specs = []
-        for opponent in opponents:
-            for k in range(cfg.games):
-                first = k % 2 == 0
-                seats = (self.learner.seat_spec, opponent) if first else (opponent, self.learner.seat_spec)
-                specs.append(
-                    TrialSpec(
-                        trial_id=f"eval-{label}-{opponent}-{k}",
-                        arena_id=self.config.arena,
-                        seats=seats,
-                        seed=cfg.seed + k,
-                        episodes=self.config.trial.episodes,
-                        arena_kwargs=dict(self.config.arena_kwargs),
-                        training=False,
+        metrics: dict[str, float] = {}
+        for learner in self.learners:
+            specs = []
+            for opponent in opponents:
+                for k in range(cfg.games):
+                    first = k % 2 == 0
+                    seats = (learner.seat_spec, opponent) if first else (opponent, learner.seat_spec)
+                    specs.append(
+                        TrialSpec(
+                            trial_id=f"eval-{label}-{learner.name}-{opponent}-{k}",
+                            arena_id=self.config.arena,
+                            seats=seats,
+                            seed=cfg.seed + k,
+                            episodes=self.config.trial.episodes,
+                            arena_kwargs=dict(self.config.arena_kwargs),
+                            training=False,
+                            meta={"opponent": opponent},
+                            options=dict(learner.config.options),
+                        )
                     )
-                )
-        trials = self.engine.run(specs)
-        return outcome_metrics(trials, self.learner.seat_spec, "eval")
+            trials = learner.engine.run(specs)
+            prefix = self._key(learner, "eval")
+            metrics.update(outcome_metrics(trials, learner.seat_spec, prefix))
+        return metrics
+
+    def play(self, learner: Learner, matchups: Sequence[Matchup]) -> tuple[list[TrialRecord], dict[str, float]]:
+        t0 = time.perf_counter()
+        requests_before = learner.engine.stats.requests
+        trials = learner.engine.run(trial_specs_for(self.config, learner, matchups))
+        for trial in trials:
+            self.population.record(trial)
+            learner.plugins.call("match_end", trial=trial)
+        seconds = time.perf_counter() - t0
+        return trials, {"rollout_seconds": seconds, "requests": learner.engine.stats.requests - requests_before}
 
     def step(self) -> dict[str, Any]:
         it = self.iteration
-        times: dict[str, float] = {}
-        t0 = time.perf_counter()
-        specs = trial_specs_for(self.config, self.learner, matchups(self.config, it))
-        requests_before = self.engine.stats.requests
-        trials = self.engine.run(specs)
-        times["time/rollout"] = time.perf_counter() - t0
-        samples = self.experience(trials)
-        generated = sum(len(s.completion_ids) for s in samples)
-        t1 = time.perf_counter()
-        samples = self.credit(trials, samples)
-        times["time/credit"] = time.perf_counter() - t1
-        t2 = time.perf_counter()
-        train_metrics = self.trainer.update(samples)
-        times["time/update"] = time.perf_counter() - t2
         metrics: dict[str, Any] = {"iteration": it}
-        metrics.update(outcome_metrics(trials, self.learner.seat_spec, "rollout"))
-        metrics["rollout/samples"] = len(samples)
-        metrics["rollout/llm_requests"] = self.engine.stats.requests - requests_before
-        metrics["rollout/mean_reward"] = float(np.mean([s.reward for s in samples])) if samples else 0.0
-        metrics["rollout/mean_advantage_abs"] = float(np.mean([_abs_advantage(s) for s in samples])) if samples else 0.0
-        metrics.update({k: v for k, v in train_metrics.items() if k not in ("train/seconds", "train/tokens_per_s")})
-        metrics["time/update_tokens_per_s"] = train_metrics.get("train/tokens_per_s", 0.0)
-        metrics["time/rollout_tokens_per_s"] = generated / times["time/rollout"] if times["time/rollout"] else 0.0
+        times: dict[str, float] = {}
+        chosen = None
+        for learner in self.learners:
+            chosen = learner.plugins.first("select_matchups", population=self.population, iteration=it)
+            if chosen is not None:
+                break
+        if chosen is None:
+            chosen = self.population.matchups(it, self.config.groups, self.config.learner_seat)
+        dumped: list[Sample] = []
+        for learner in self.learners:
+            mine = [m for m in chosen if m.learner == learner.name]
+            if not mine:
+                continue
+            key = functools.partial(self._key, learner)
+            trials, played = self.play(learner, mine)
+            times[key("time/rollout")] = played["rollout_seconds"]
+            samples = self.experience(learner, trials)
+            generated = sum(len(s.completion_ids) for s in samples)
+            t1 = time.perf_counter()
+            samples = self.credit(learner, trials, samples)
+            times[key("time/credit")] = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            train_metrics = learner.trainer.update(samples)
+            times[key("time/update")] = time.perf_counter() - t2
+            metrics.update(outcome_metrics(trials, learner.seat_spec, key("rollout")))
+            metrics[key("rollout/samples")] = len(samples)
+            metrics[key("rollout/llm_requests")] = played["requests"]
+            metrics[key("rollout/mean_reward")] = float(np.mean([s.reward for s in samples])) if samples else 0.0
+            metrics[key("rollout/mean_advantage_abs")] = (
+                float(np.mean([_abs_advantage(s) for s in samples])) if samples else 0.0
+            )
+            for name, value in train_metrics.items():
+                if name not in ("train/seconds", "train/tokens_per_s"):
+                    metrics[key(name)] = value
+            metrics[key("time/update_tokens_per_s")] = train_metrics.get("train/tokens_per_s", 0.0)
+            rollout_seconds = played["rollout_seconds"]
+            metrics[key("time/rollout_tokens_per_s")] = generated / rollout_seconds if rollout_seconds else 0.0
+            dumped.extend(samples)
         if self.dump_rollouts:
             folder = self.out_dir / "rollouts"
             folder.mkdir(exist_ok=True)
             with open(folder / f"iter_{it:05d}.jsonl", "w") as f:
-                for sample in samples:
+                for sample in dumped:
                     f.write(json.dumps(sample_to_json(sample)) + "\n")
         self.iteration += 1
+        added = self.population.evolve(self.iteration, self.snapshot)
+        for learner in self.learners:
+            learner.plugins.call("evolve_population", population=self.population, iteration=self.iteration)
+        if added:
+            log.info("population: snapshots joined the pool", members=[m.name for m in added])
+        for row in self.population.ratings_table():
+            metrics[f"rating/{row['name']}/elo"] = row["elo"]
+            metrics[f"rating/{row['name']}/trueskill"] = row["conservative"]
+        metrics["population/members"] = len(self.population.pool.members)
         every = self.config.eval.every
         if (every and self.iteration % every == 0) or self.iteration == self.config.iterations:
             t3 = time.perf_counter()
@@ -396,18 +500,24 @@ class Run:
             while self.iteration < self.config.iterations:
                 metrics = self.step()
                 self.write_metrics(metrics)
+                self.write_population()
                 if self.iteration % self.config.checkpoint.every == 0 or self.iteration == self.config.iterations:
                     t = time.perf_counter()
                     self.save()
                     log.debug("checkpoint", iteration=self.iteration, seconds=round(time.perf_counter() - t, 3))
-                log.info(
-                    "iteration",
-                    iteration=metrics["iteration"],
-                    mean_return=round(metrics.get("rollout/mean_return", 0.0), 4),
-                    win_rate=round(metrics.get("rollout/win_rate", 0.0), 4),
-                    loss=round(metrics.get("train/loss", 0.0), 5),
-                    seconds=round(sum(v for k, v in metrics.items() if k.startswith("time/") and "per_s" not in k), 2),
-                )
+                for learner in self.learners:
+                    key = functools.partial(self._key, learner)
+                    log.info(
+                        "iteration",
+                        iteration=metrics["iteration"],
+                        learner=learner.name,
+                        mean_return=round(metrics.get(key("rollout/mean_return"), 0.0), 4),
+                        win_rate=round(metrics.get(key("rollout/win_rate"), 0.0), 4),
+                        loss=round(metrics.get(key("train/loss"), 0.0), 5),
+                        seconds=round(
+                            sum(v for k, v in metrics.items() if "time/" in k and "per_s" not in k and key("") in k), 2
+                        ),
+                    )
                 bar.update(1)
         finally:
             bar.close()

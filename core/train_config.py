@@ -1,4 +1,4 @@
-"""The ``arena train`` config: a learner, the opponents it trains against, and how it learns."""
+"""The ``arena train`` config: the learners, the opponents they train against, and how they learn."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import attrs
 
 from arena.core.settings import TrialConfig, _positive
 from arena.core.trainer import LossConfig, OptimConfig
+from arena.populations.settings import PopulationConfig
 
 
 @attrs.frozen
@@ -71,5 +72,7 @@ class TrainConfig:
     trial: TrialConfig = attrs.field(factory=TrialConfig)
     eval: EvalConfig = attrs.field(factory=EvalConfig)
     checkpoint: CheckpointConfig = attrs.field(factory=CheckpointConfig)
+    #: Snapshots (fictitious self-play), PFSP, learners as each other's opponents, ratings.
+    population: PopulationConfig = attrs.field(factory=PopulationConfig)
     max_live_trials: int = attrs.field(default=512, validator=_positive)
     torch_threads: int = 0

@@ -78,7 +78,9 @@ def test_run_directory_and_rollout_dump(tmp_path: Path, toy_dir: Path) -> None:
     assert proc.returncode == 0, err
     run = tmp_path / "run"
     assert (run / "config.yaml").exists()
-    assert set(json.loads((run / "plugins.json").read_text())["enabled"]) == {"grpo", "reflection"}
+    assert set(json.loads((run / "plugins.json").read_text())["enabled"]["agent"]) == {"grpo", "reflection"}
+    population = json.loads((run / "population.json").read_text())
+    assert population["iteration"] == 2 and population["ratings"]
     metrics = learning_metrics(run)
     assert [m["iteration"] for m in metrics] == [-1, 0, 1]
     assert {"rollout/mean_return", "rollout/win_rate", "train/loss", "train/entropy", "train/clip_fraction"} <= set(
@@ -93,6 +95,9 @@ def test_run_directory_and_rollout_dump(tmp_path: Path, toy_dir: Path) -> None:
     } <= set(rows[0])  # fmt: skip
     assert any(r["kind"].startswith("reflection") for r in rows)
     assert len(list((run / "checkpoints").iterdir())) == 2
+    # The checkpoint's learner directory is a model of its own.
+    latest = sorted((run / "checkpoints").iterdir())[-1] / "learners" / "agent"
+    assert {"model.safetensors", "config.json", "tokenizer.json"} <= {p.name for p in latest.iterdir()}
 
 
 @pytest.mark.slow
