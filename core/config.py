@@ -7,9 +7,8 @@ An unknown key or a wrong type is a ``ConfigError`` naming the file, the dotted 
 
 from __future__ import annotations
 
-import re
-
 import difflib
+import re
 import types
 import typing
 from collections.abc import Mapping, Sequence

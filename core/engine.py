@@ -516,7 +516,9 @@ class RolloutEngine:
         if move is None:
             forfeit = self.config.invalid_action.policy != "random"
             if not forfeit:
-                rng = np.random.default_rng(derive_seed(state.spec.seed, state.spec.trial_id, turn.step, "random"))
+                # Episode in the seed: each episode of a trial draws its own fallback moves.
+                seed = derive_seed(state.spec.seed, state.spec.trial_id, turn.episode, turn.step, "random")
+                rng = np.random.default_rng(seed)
                 move = turn.legal_moves[int(rng.integers(len(turn.legal_moves)))]
         step = Step(
             episode=turn.episode,

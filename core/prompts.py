@@ -42,7 +42,8 @@ def render_history(turn: Turn, config: PromptConfig) -> str:
         if step.invalid:
             line += f" (invalid answer: {step.error})"
         lines.append(line)
-        if position >= full_from and step.observation:
+        # Only the seat's own observations: another seat's (an LLM opponent's) would show its private cards.
+        if position >= full_from and step.observation and step.agent == turn.agent:
             lines.append("  What you saw then: " + step.observation.replace("\n", "\n  "))
     return "Recent steps of this episode:\n" + "\n".join(lines)
 

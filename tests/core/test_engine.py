@@ -104,3 +104,28 @@ def test_wrong_number_of_seats_is_a_clear_error() -> None:
 def test_opponent_for_another_arena_is_refused() -> None:
     with pytest.raises(ArenaError, match="mcts"):
         play(specs(1, seats=("mcts:10", "random")))
+
+
+def test_a_prompt_never_shows_another_seats_private_observation() -> None:
+    # Both seats are LLMs: the second seat's prompt lists the first seat's move, never the card it saw then.
+    (trial,), _, _ = play(specs(1, seats=("model:scripted", "model:scripted")))
+    steps = trial.final.steps
+    assert len(steps) >= 2 and steps[0].agent != steps[1].agent
+    own_card = steps[0].observation.splitlines()[0]
+    second_prompt = steps[1].prompt[-1].content
+    assert own_card.startswith("Your card:") and "What you saw then" not in second_prompt
+    assert steps[1].observation.splitlines()[0] in second_prompt  # its own card is there
+
+
+def test_random_fallback_moves_differ_between_episodes() -> None:
+    config = TrialConfig(invalid_action=InvalidActionConfig(policy="random"))
+    records, _, _ = play(
+        specs(8, arena="tic_tac_toe", seats=("model:scripted", "random"), episodes=2),
+        config=config,
+        responder=gibberish,
+    )
+
+    def fallback_moves(episode):
+        return [s.move for s in episode.steps if s.agent == "player_0"]
+
+    assert any(fallback_moves(t.episodes[0]) != fallback_moves(t.episodes[1]) for t in records)
