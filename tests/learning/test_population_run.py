@@ -1,0 +1,103 @@
+"""A population run end to end on the toy model: two co-evolving learners, snapshots joining the pool, ratings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from arena.core import checkpoint as ck
+from arena.core.config import load_config
+from arena.core.train import Run
+from arena.core.train_config import TrainConfig
+from tests.toy_model import build_model, build_tokenizer
+
+CONFIG = """
+arena: kuhn_poker
+seed: 5
+iterations: 2
+groups: 2
+group_size: 2
+opponents:
+  - {{spec: conservative, weight: 1.0}}
+unseen: [cfr]
+population:
+  snapshot_every: 1
+  max_snapshots: 1
+  learners_as_opponents: true
+  learner_weight: 1.0
+  pfsp: {{enabled: true}}
+learners:
+  - name: alice
+    model: {model}
+    backend: hf
+    plugins: [mage]
+    options: {{mage: {{max_new_tokens: 8}}}}
+    optim: {{lr: 1.0e-3, micro_batch_tokens: 2048}}
+  - name: bob
+    model: {model}
+    backend: hf
+    plugins: [grpo, reflection]
+    optim: {{lr: 1.0e-3, micro_batch_tokens: 2048}}
+trial:
+  episodes: 2
+  invalid_action: {{policy: random}}
+  prompt: {{max_new_tokens: 8}}
+eval: {{games: 2, opponents: [intermediate]}}
+checkpoint: {{every: 1, keep: 1}}
+torch_threads: 1
+"""
+
+
+@pytest.fixture(scope="module")
+def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("toy") / "model"
+    tokenizer = build_tokenizer()
+    model = build_model(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def test_two_learners_snapshots_and_ratings(tmp_path: Path, toy_dir: Path) -> None:
+    path = tmp_path / "coevolution.yaml"
+    path.write_text(CONFIG.format(model=toy_dir))
+    config = load_config(TrainConfig, path)
+    run = Run(config, tmp_path / "run", progress=False)
+    assert run.learners[0].seat_spec != run.learners[1].seat_spec  # same model, two model objects
+    assert run.learners[0].model is not run.learners[1].model
+    out = run.run()
+
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    last = metrics[-1]
+    for name in ("alice", "bob"):
+        assert f"{name}/rollout/mean_return" in last and f"{name}/train/loss" in last
+        assert f"{name}/eval/mean_return" in last
+        assert f"rating/{name}/elo" in last
+
+    population = json.loads((out / "population.json").read_text())
+    members = {m["name"]: m for m in population["members"]}
+    snapshots = [m for m in members.values() if m["kind"] == "snapshot"]
+    # One snapshot per learner survives the cap of 1; the directory it points to loads as a model.
+    assert sorted(m["owner"] for m in snapshots) == ["alice", "bob"]
+    assert all(m["added_at"] == 2 for m in snapshots)
+    for member in snapshots:
+        folder = Path(member["spec"].removeprefix("model:").split("@")[0])
+        assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
+    rated = {row["name"] for row in population["ratings"]}
+    assert {"alice", "bob", "conservative"} <= rated
+    # Learners met each other as opponents (learners_as_opponents), never themselves.
+    for learner, rows in population["learners"].items():
+        assert learner not in {r["member"] for r in rows}
+
+    latest = ck.latest_checkpoint(out)
+    assert latest is not None
+    models, state = ck.load_checkpoint(latest)
+    assert set(models) == {"alice", "bob"} and set(state["learners"]) == {"alice", "bob"}
+    assert state["population"]["ratings"]
+
+    # A resumed run restores the population exactly: the same next matchups.
+    resumed = Run(config, out, progress=False)
+    resumed.load(latest)
+    assert resumed.population.matchups(2, 2, "random") == run.population.matchups(2, 2, "random")
