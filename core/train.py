@@ -151,12 +151,23 @@ class Learner:
         pool.add(backend_name, unique, self.backend)
         self.seat_spec = f"model:{unique}@{backend_name}"
         model = getattr(self.backend, "model", None)
+        if not isinstance(model, torch.nn.Module):  # vLLM's ``model`` is the model's name
+            model = None
+        #: Whether generation runs on a separate engine (vLLM) that needs the weights after every update.
+        self.needs_sync = model is None
         if model is None:
-            raise ArenaError(
-                f"learner {config.name!r}: backend {self.backend.name!r} has no trainable model; "
-                "train with the hf backend"
-            )
-        self.tokenizer = getattr(self.backend, "tokenizer", None)
+            # Generation on an engine that holds its own copy of the weights (vLLM): train an hf copy of the same
+            # model and push its weights to the engine after every update.
+            if not hasattr(self.backend, "sync_weights"):
+                raise ArenaError(
+                    f"learner {config.name!r}: backend {self.backend.name!r} neither exposes a trainable model "
+                    "nor accepts new weights (sync_weights); train with the hf or vllm backend"
+                )
+            trainable = catalog.backends().get("hf").factory(model=model_name, **pool.options.get("hf", {}))
+            model = trainable.model
+            self.tokenizer = getattr(trainable, "tokenizer", None)
+        else:
+            self.tokenizer = getattr(self.backend, "tokenizer", None)
         pad_id = int(getattr(self.tokenizer, "pad_token_id", None) or 0)
         loss = config.loss
         if loss.aggregation == "seq_sum" and loss.seq_sum_constant is None:
@@ -218,7 +229,7 @@ class Run:
         random.seed(config.seed)
         np.random.seed(config.seed % (2**32))
         torch.manual_seed(config.seed)
-        self.pool = BackendPool()
+        self.pool = BackendPool(config.backend_options)
         self.learners = [Learner(learner, config, self.pool) for learner in config.learners]
         self.population = Population(
             config.population,
@@ -304,6 +315,9 @@ class Run:
             saved = state["learners"][learner.name]
             learner.trainer.load_state_dict(saved["trainer"])
             learner.load_plugin_state(saved.get("plugins", {}))
+        for learner in self.learners:
+            if learner.needs_sync:
+                learner.backend.sync_weights(learner.model.state_dict())
         self.population.load_state_dict(state["population"])
         ck.set_rng_state(state["rng"])
         self.iteration = int(state["iteration"])
@@ -442,6 +456,10 @@ class Run:
             t2 = time.perf_counter()
             train_metrics = learner.trainer.update(samples)
             times[key("time/update")] = time.perf_counter() - t2
+            if learner.needs_sync:
+                t_sync = time.perf_counter()
+                learner.backend.sync_weights(learner.model.state_dict())
+                times[key("time/weight_sync")] = time.perf_counter() - t_sync
             metrics.update(outcome_metrics(trials, learner.seat_spec, key("rollout")))
             metrics[key("rollout/samples")] = len(samples)
             metrics[key("rollout/llm_requests")] = played["requests"]

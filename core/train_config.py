@@ -74,5 +74,7 @@ class TrainConfig:
     checkpoint: CheckpointConfig = attrs.field(factory=CheckpointConfig)
     #: Snapshots (fictitious self-play), PFSP, learners as each other's opponents, ratings.
     population: PopulationConfig = attrs.field(factory=PopulationConfig)
+    #: Keyword arguments for backend factories, by backend name (``{vllm: {gpu_memory_utilization: 0.5}}``).
+    backend_options: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     max_live_trials: int = attrs.field(default=512, validator=_positive)
     torch_threads: int = 0
