@@ -11,15 +11,8 @@ from typing import Any, Literal
 
 import attrs
 
-
-def _non_negative_int(instance: Any, attribute: attrs.Attribute[Any], value: int) -> None:
-    if value < 0:
-        raise ValueError(f"{attribute.name} must be at least 0, got {value}")
-
-
-def _positive_int(instance: Any, attribute: attrs.Attribute[Any], value: int) -> None:
-    if value < 1:
-        raise ValueError(f"{attribute.name} must be at least 1, got {value}")
+from arena.core.settings import _non_negative as _non_negative_int
+from arena.core.settings import _positive as _positive_int
 
 
 def _non_negative(instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:

@@ -5,13 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from arena.core import checkpoint as ck
 from arena.core.config import load_config
 from arena.core.train import Run
 from arena.core.train_config import TrainConfig
-from tests.toy_model import build_model, build_tokenizer
 
 CONFIG = """
 arena: kuhn_poker
@@ -48,16 +45,6 @@ eval: {{games: 2, opponents: [intermediate]}}
 checkpoint: {{every: 1, keep: 1}}
 torch_threads: 1
 """
-
-
-@pytest.fixture(scope="module")
-def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("toy") / "model"
-    tokenizer = build_tokenizer()
-    model = build_model(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
 
 
 def test_two_learners_snapshots_and_ratings(tmp_path: Path, toy_dir: Path) -> None:

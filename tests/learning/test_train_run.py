@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.toy_model import build_model, build_tokenizer
-
 CONFIG = """
 arena: kuhn_poker
 seed: 3
@@ -37,16 +35,6 @@ eval: {{games: 4, opponents: [intermediate]}}
 checkpoint: {{every: 1, keep: 2}}
 torch_threads: 1
 """
-
-
-@pytest.fixture(scope="module")
-def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("toy") / "model"
-    tokenizer = build_tokenizer()
-    model = build_model(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
 
 
 def write_config(tmp_path: Path, toy_dir: Path, iterations: int) -> Path:
