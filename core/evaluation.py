@@ -151,7 +151,8 @@ def learner_plugins(info: RunInfo, extra: Mapping[str, object] | None = None) ->
     """The learner's plugins (plus ``extra`` observers, enabled last), restored from the checkpoint's state."""
     extra = dict(extra or {})
     plugins = PluginSet([*info.learner.plugins, *extra], extra=extra)
-    for name, plugin_state in dict(info.state.get("plugins") or {}).items():
+    saved = (info.state.get("learners") or {}).get(info.learner.name) or {}
+    for name, plugin_state in dict(saved.get("plugins") or {}).items():
         obj = plugins.pm.get_plugin(name)
         if obj is not None and hasattr(obj, "load_state_dict"):
             obj.load_state_dict(plugin_state)

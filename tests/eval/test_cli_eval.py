@@ -68,7 +68,7 @@ def write_run(root: Path, with_checkpoint: bool = True) -> Path:
             model.config.save_pretrained(folder)
             tokenizer.save_pretrained(folder)
 
-        state = {"iteration": 1, "plugins": {}, "population": {"ratings": RATINGS}}
+        state = {"iteration": 1, "learners": {"agent": {"plugins": {}}}, "population": {"ratings": RATINGS}}
         ck.save_checkpoint(run, 1, {"agent": model.state_dict()}, state, model_files={"agent": model_files})
     return run
 
