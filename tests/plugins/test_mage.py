@@ -90,6 +90,22 @@ def test_differential_returns_by_hand() -> None:
     assert got == pytest.approx([3.0, 0.71, 1.0, 2.85, 0.6745, 2.85])
 
 
+def test_three_episode_trial_by_hand() -> None:
+    # Returns −1, +1, +2 (one turn each, plus a second turn in episode 3); reflections after episodes 1 and 2.
+    # Δ = −1, 2, 1. Episode 3: last G = 1, first G = 0.95. Episode 2: G = 2 + 0.6·0.95 = 2.57.
+    # Episode 1: G = −1 + 0.6·2.57 = 0.542. Reflection after episode 1: 2.57; after episode 2: 0.95.
+    samples = [
+        make(-1.0, episode=0, turn=0),
+        make(None, episode=0, turn=-1, kind="reflection:mage", terms={}),
+        make(1.0, episode=1, turn=0),
+        make(None, episode=1, turn=-1, kind="reflection:mage", terms={}),
+        make(2.0, episode=2, turn=0),
+        make(2.0, episode=2, turn=2),
+    ]
+    got = mage.compute_returns(samples=samples, options={})
+    assert got == pytest.approx([0.542, 2.57, 2.57, 0.95, 0.95, 1.0])
+
+
 def test_cumulative_returns_by_hand() -> None:
     # reward R(τ_n): episode 2: last 2, first 1.9; episode 1: last −1 + 0.6·1.9 = 0.14, first 0.133.
     got = mage.compute_returns(samples=two_episode_trial(), options={"mage": {"reward": "cumulative"}})
