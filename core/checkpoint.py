@@ -165,9 +165,25 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+class CheckpointFormatError(ValueError):
+    """A checkpoint written in a layout this version cannot read."""
+
+
+def check_layout(path: Path) -> None:
+    """Refuse, in one clear sentence, the single-model layout used before the population manager."""
+    path = Path(path)
+    if (path / "model.safetensors").is_file() and not (path / LEARNERS).is_dir():
+        raise CheckpointFormatError(
+            f"checkpoint {path} has the older single-model layout (model.safetensors at its top, no learners/ "
+            "folder), which this version of arena cannot load; train again, or move model.safetensors together "
+            "with the base model's config.json and tokenizer files into learners/<learner name>/"
+        )
+
+
 def load_checkpoint(path: Path) -> tuple[dict[str, dict[str, torch.Tensor]], dict[str, Any]]:
     """``({learner: weights}, state)`` of one checkpoint directory; no pickle involved."""
     path = Path(path)
+    check_layout(path)
     tensors = load_file(str(path / "tensors.safetensors"))
     with open(path / "state.json") as f:
         state = _unflatten(json.load(f), tensors)
@@ -178,6 +194,7 @@ def load_checkpoint(path: Path) -> tuple[dict[str, dict[str, torch.Tensor]], dic
 
 def learner_model_dir(checkpoint: Path, learner: str) -> Path:
     """The directory of ``learner``'s model in ``checkpoint``, loadable as ``model:PATH``."""
+    check_layout(Path(checkpoint))
     folder = Path(checkpoint) / LEARNERS / learner
     if not (folder / "model.safetensors").is_file():
         present = sorted(p.name for p in (Path(checkpoint) / LEARNERS).glob("*")) or ["none"]

@@ -85,7 +85,7 @@ def open_run(run_dir: Path, learner: str | None = None, checkpoint: Path | None 
             raise ArenaError(f"{checkpoint} is not a checkpoint directory; checkpoints of this run: {present}")
     try:
         model_dir = ck.learner_model_dir(chosen, name)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ck.CheckpointFormatError) as exc:
         raise ArenaError(str(exc)) from None
     # The weights come back too; only the state is kept (the backend loads the weights from model_dir).
     _, state = ck.load_checkpoint(chosen)

@@ -307,7 +307,10 @@ class Run:
         )
 
     def load(self, path: Path) -> None:
-        models, state = ck.load_checkpoint(path)
+        try:
+            models, state = ck.load_checkpoint(path)
+        except ck.CheckpointFormatError as exc:
+            raise ArenaError(str(exc)) from None
         for learner in self.learners:
             if learner.name not in models:
                 raise ArenaError(f"checkpoint {path} has no weights for learner {learner.name!r}")

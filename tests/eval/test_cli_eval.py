@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
+from safetensors.torch import save_file
 
 from arena.core import checkpoint as ck
 from arena.core.cli import main
@@ -145,6 +147,20 @@ def test_not_a_run_and_no_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixtu
     run = write_run(tmp_path, with_checkpoint=False)
     assert main(["eval", str(run)]) == 2
     assert "has no checkpoint yet" in capsys.readouterr().err
+
+
+def test_an_older_checkpoint_layout_is_refused_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_run(tmp_path, with_checkpoint=False)
+    old = run / "checkpoints" / "step-00000003"
+    old.mkdir(parents=True)
+    # The layout before the population manager: one model.safetensors at the top, the state beside it.
+    save_file({"w": torch.zeros(2)}, str(old / "model.safetensors"))
+    save_file({}, str(old / "tensors.safetensors"))
+    (old / "state.json").write_text(json.dumps({"iteration": 3, "trainer": {}}))
+    capsys.readouterr()  # the progress output of writing the run
+    assert main(["eval", str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "older single-model layout" in err and "\n" not in err
 
 
 def test_ratings_are_read_defensively() -> None:
