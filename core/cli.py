@@ -261,6 +261,19 @@ def eval_cmd(
     click.echo(f"\nreport: {paths['markdown']}")
 
 
+@cli.command("report")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Output folder. [default: RUN/report]")
+@click.option("--html", "as_html", is_flag=True, help="Write a self-contained HTML page instead of Markdown.")
+@click.option("--json", "as_json", is_flag=True, help="Print the page and plot paths and the summary as JSON.")
+def report_cmd(run_dir: Path, out: Path | None, as_html: bool, as_json: bool) -> None:
+    """A page about a training RUN: learning curves, evaluations, win-rate matrix, ratings (PNG plots)."""
+    from arena.core.run_report import format_text, write_run_report
+
+    result = write_run_report(run_dir, out, as_html=as_html)
+    click.echo(json.dumps(result, indent=2) if as_json else format_text(result))
+
+
 @cli.group("models", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context

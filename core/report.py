@@ -166,14 +166,8 @@ def format_markdown(report: Mapping[str, Any], plot: str | None = PLOT) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_success(report: Mapping[str, Any], path: Path) -> Path:
-    """Win rate by episode index, one line per opponent with asymmetric 95% Wilson error bars."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display on servers; also keeps a test run from opening windows
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+def draw_success(ax: Any, report: Mapping[str, Any], title: str | None = None) -> None:
+    """Draw ``plot_success``'s chart on a matplotlib ``ax`` (``arena report`` puts one panel per checkpoint)."""
     opponents = report["opponents"]
     spread = 0.15
     for i, r in enumerate(opponents):
@@ -190,9 +184,20 @@ def plot_success(report: Mapping[str, Any], path: Path) -> Path:
     ax.set_ylim(0, 1)
     ax.set_xlabel("episode of the trial")
     ax.set_ylabel("win rate (95% Wilson CI)")
-    ax.set_title(f"{report['learner']} step {report['step']} on {report['arena']}")
+    ax.set_title(title if title is not None else f"{report['learner']} step {report['step']} on {report['arena']}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
+
+
+def plot_success(report: Mapping[str, Any], path: Path) -> Path:
+    """Win rate by episode index, one line per opponent with asymmetric 95% Wilson error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on servers; also keeps a test run from opening windows
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    draw_success(ax, report)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
