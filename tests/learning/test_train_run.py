@@ -83,6 +83,13 @@ def test_run_directory_and_rollout_dump(tmp_path: Path, toy_dir: Path) -> None:
     } <= set(rows[0])  # fmt: skip
     assert any(r["kind"].startswith("reflection") for r in rows)
     assert len(list((run / "checkpoints").iterdir())) == 2
+    # TensorBoard events carry the same scalars as metrics.jsonl.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run / "tensorboard"))
+    events.Reload()
+    returns = [e.value for e in events.Scalars("rollout/mean_return")]
+    assert returns == pytest.approx([m["rollout/mean_return"] for m in metrics[1:]])
     # The checkpoint's learner directory is a model of its own.
     latest = sorted((run / "checkpoints").iterdir())[-1] / "learners" / "agent"
     assert {"model.safetensors", "config.json", "tokenizer.json"} <= {p.name for p in latest.iterdir()}
