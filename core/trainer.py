@@ -135,7 +135,13 @@ class Trainer:
     # -- batching -----------------------------------------------------------------------------------------
 
     def micro_batches(self, samples: Sequence[Sample]) -> Iterator[list[int]]:
-        """Indices grouped by token budget, longest first; DPO pairs never split."""
+        """Indices grouped by token budget; DPO pairs never split.
+
+        A micro-batch is laid out as left-padded contexts followed by right-padded completions (so every row's
+        completion starts in the same column), which costs ``rows × (longest context + longest completion)``.
+        Units are therefore ordered by completion length, then context length, longest first: reflections
+        (long answers) and moves (a few tokens) land in different micro-batches instead of padding each other.
+        """
         units: list[list[int]] = []
         pairs: dict[Any, list[int]] = {}
         for i, s in enumerate(samples):
@@ -145,20 +151,24 @@ class Trainer:
                 units.append([i])
         units.extend(pairs.values())
 
-        def size(unit: list[int]) -> int:
-            return sum(len(samples[i].context_ids) + len(samples[i].completion_ids) for i in unit)
+        def lengths(unit: list[int]) -> tuple[int, int]:
+            return (
+                max(len(samples[i].completion_ids) for i in unit),
+                max(len(samples[i].context_ids) for i in unit),
+            )
 
-        units.sort(key=lambda u: (-size(u), u[0]))
+        units.sort(key=lambda u: (-lengths(u)[0], -lengths(u)[1], u[0]))
         batch: list[int] = []
-        longest = 0
+        longest_completion = longest_context = 0
         for unit in units:
-            width = max(len(samples[i].context_ids) + len(samples[i].completion_ids) for i in unit)
-            rows = len(batch) + len(unit)
-            if batch and max(longest, width) * rows > self.optim_config.micro_batch_tokens:
+            completion, context = lengths(unit)
+            width = max(longest_completion, completion) + max(longest_context, context)
+            if batch and width * (len(batch) + len(unit)) > self.optim_config.micro_batch_tokens:
                 yield batch
-                batch, longest = [], 0
+                batch, longest_completion, longest_context = [], 0, 0
             batch.extend(unit)
-            longest = max(longest, width)
+            longest_completion = max(longest_completion, completion)
+            longest_context = max(longest_context, context)
         if batch:
             yield batch
 

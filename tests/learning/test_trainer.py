@@ -79,6 +79,26 @@ def test_recompute_matches_behaviour_logprobs(toy) -> None:
         assert mask[row, :n].sum() == n
 
 
+def test_micro_batches_keep_long_answers_apart_from_short_ones() -> None:
+    def sample(context: int, completion: int, i: int) -> Sample:
+        return Sample(
+            learner="L", trial_id=f"t{i}", episode=0, turn=0, agent="a", kind="action",
+            context_ids=(1,) * context, completion_ids=(2,) * completion,
+            behaviour_logprobs=(0.0,) * completion, temperatures=(1.0,) * completion,
+        )  # fmt: skip
+
+    # Moves: long context, 4 tokens; reflections: short context, 100 tokens; both 200 tokens in all, interleaved.
+    samples = [sample(196, 4, i) if i % 2 else sample(100, 100, i) for i in range(12)]
+    trainer = Trainer(torch.nn.Linear(1, 1), OptimConfig(micro_batch_tokens=1600), LossConfig())
+    batches = list(trainer.micro_batches(samples))
+    assert sorted(i for b in batches for i in b) == list(range(12))
+    for batch in batches:
+        kinds = {len(samples[i].completion_ids) for i in batch}
+        assert len(kinds) == 1  # never a move padded to a reflection's length
+        layout = max(len(samples[i].context_ids) for i in batch) + max(len(samples[i].completion_ids) for i in batch)
+        assert layout * len(batch) <= 1600
+
+
 def test_micro_batching_does_not_change_the_update(toy) -> None:
     samples = sampled(toy, n=8)
     _, make = toy
