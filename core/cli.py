@@ -195,7 +195,9 @@ def play_cmd(
 def train_cmd(
     overrides: tuple[str, ...], config_path: str | None, out: Path | None, resume: Path | None, dump_rollouts: bool
 ) -> None:
-    """Train a population: learners against a pool of opponents (and each other). KEY=VALUE arguments override config keys."""
+    """Train a population: learners against a pool of opponents (and each other).
+
+    KEY=VALUE arguments override config keys."""
     from arena.core.train import Run, default_out_dir
     from arena.core.train_config import TrainConfig
 
