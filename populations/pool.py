@@ -14,6 +14,7 @@ import attrs
 import numpy as np
 
 from arena.core.errors import ArenaError
+from arena.populations.ratings import count_result
 from arena.populations.settings import PFSPConfig
 
 MemberKind = Literal["scripted", "model", "snapshot", "learner"]
@@ -120,15 +121,7 @@ class OpponentPool:
         """One game of ``learner`` against ``member``; ``score`` is the learner's: 1 win, 0.5 draw, 0 loss."""
         if member not in self.members:
             raise ArenaError(f"the opponent pool has no member {member!r}")
-        s = self._stats.setdefault((learner, member), MatchStats())
-        if score == 1.0:
-            s.wins += 1
-        elif score == 0.5:
-            s.draws += 1
-        elif score == 0.0:
-            s.losses += 1
-        else:
-            raise ArenaError(f"a game score must be 1 (win), 0.5 (draw) or 0 (loss), got {score!r}")
+        count_result(self._stats.setdefault((learner, member), MatchStats()), score)
 
     # -- drawing opponents --------------------------------------------------------------------------------------
 

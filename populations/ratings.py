@@ -147,6 +147,18 @@ def trueskill_update(
 # -- the table ----------------------------------------------------------------------------------------------------
 
 
+def count_result(record: Any, score: float) -> None:
+    """Add one game to ``record``'s ``wins``/``draws``/``losses``: ``score`` 1 win, 0.5 draw, 0 loss."""
+    if score == 1.0:
+        record.wins += 1
+    elif score == 0.5:
+        record.draws += 1
+    elif score == 0.0:
+        record.losses += 1
+    else:
+        raise ArenaError(f"a game score must be 1 (win), 0.5 (draw) or 0 (loss), got {score!r}")
+
+
 @attrs.define
 class _Player:
     name: str
@@ -215,12 +227,7 @@ class Ratings:
         )
         for p, score in ((pa, score_a), (pb, 1.0 - score_a)):
             p.games += 1
-            if score == 1.0:
-                p.wins += 1
-            elif score == 0.5:
-                p.draws += 1
-            else:
-                p.losses += 1
+            count_result(p, score)
 
     def table(self) -> list[dict[str, Any]]:
         """One row per player, best conservative rating (μ − 3σ) first; ties keep the joining order."""
