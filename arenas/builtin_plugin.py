@@ -38,6 +38,13 @@ def make_rock_paper_scissors(rounds: int = 5) -> RockPaperScissorsEnv:
     return RockPaperScissorsEnv(rounds=rounds)
 
 
+def make_text_maze(**kwargs: Any) -> Any:
+    """Create the text maze (``split``, ``size``, ``max_steps``); imported lazily, like any optional arena."""
+    from arena.arenas.text_maze import TextMazeEnv
+
+    return TextMazeEnv(**kwargs)
+
+
 @hookimpl
 def register_arenas(register: Callable[..., None]) -> None:
     for game, description in OPENSPIEL_GAMES.items():
@@ -47,4 +54,10 @@ def register_arenas(register: Callable[..., None]) -> None:
         make_rock_paper_scissors,
         description="Iterated rock-paper-scissors over `rounds` rounds (simultaneous moves, ParallelEnv).",
         source="arena:rps",
+    )
+    register(
+        "text_maze",
+        make_text_maze,
+        description="Single-agent text maze: keys, locked doors, containers and a note that names the treasure chest.",
+        source="arena:text_maze",
     )
