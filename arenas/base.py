@@ -29,9 +29,12 @@ class Move:
 
 @attrs.frozen
 class ParseResult:
-    """What the parser made of an answer: a legal ``action`` or an ``error`` saying why not."""
+    """What the parser made of an answer: a legal ``action`` or an ``error`` saying why not.
 
-    action: int | None
+    ``action`` is an action id, or for free-text arenas any action their env accepts (a string of code).
+    """
+
+    action: Any
     move: str | None = None
     error: str | None = None
 
@@ -91,6 +94,16 @@ class TextAdapter(Protocol):
     def episode_summary(self, view: SeatView) -> str:
         """The end of an episode from this seat's side: outcome and anything revealed (showdown cards)."""
         ...
+
+    # Optional methods, looked up with getattr by the engine (not part of the runtime check):
+    #
+    # ``parse_answer(view, answer: str) -> ParseResult``: free-text arenas (coding) turn the whole answer into
+    #     an env action themselves; ``legal_moves`` then returns [] and no move list is shown.
+    # ``answer_format(view) -> str``: the prompt's closing instruction for such arenas ("Write the function in
+    #     one ```python block.") instead of "give exactly one legal move as <action>MOVE</action>".
+    # ``episode_details(view) -> dict``: JSON-serialisable facts about the finished episode, stored in
+    #     ``EpisodeRecord.details[agent]``; conventional keys ``task_id``, ``score``, ``outcome_key``.
+    # ``all_moves(view) -> list[Move]``: the whole action space, so an illegal move is told from no move.
 
 
 @runtime_checkable

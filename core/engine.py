@@ -21,7 +21,7 @@ import numpy as np
 import structlog
 
 from arena import arenas
-from arena.arenas.base import Move, SeatView
+from arena.arenas.base import Move, ParseResult, SeatView
 from arena.arenas.text import action_mask_of, adapter_for, parse_action
 from arena.core.backends.base import Backend, ChatMessage, Completion, GenerationRequest, Segment
 from arena.core.batching import BatchStats, TickBatcher
@@ -50,7 +50,7 @@ log = structlog.get_logger("arena.engine")
 @attrs.frozen
 class _Decision:
     step: Step
-    action: int | None
+    action: Any
     forfeit: bool
 
 
@@ -244,10 +244,10 @@ class RolloutEngine:
                 state.episodes.append(record)
                 self.plugins.call("episode_end", trial=spec, episode=record)
                 llm_won = any(record.outcomes.get(s.agent) == "win" for s in state.seats if s.is_llm)
-                if spec.early_stop_on_win and llm_won:
+                last = episode + 1 == spec.episodes or (spec.early_stop_on_win and llm_won)
+                await self._reflect(state, record, batcher, last=last)
+                if last:
                     break
-                if episode + 1 < spec.episodes:
-                    await self._reflect(state, record, batcher)
             trial = TrialRecord(spec=spec, episodes=tuple(state.episodes), reflections=tuple(state.reflections))
             self.plugins.call("trial_end", trial=trial)
             return trial
@@ -344,9 +344,13 @@ class RolloutEngine:
         for step in steps:
             invalid[step.agent] += step.invalid_answers
         summaries = {}
+        details: dict[str, dict[str, Any]] = {}
+        details_of = getattr(state.adapter, "episode_details", None)
         for seat in state.seats:
             if not seat.is_llm:
                 continue
+            if details_of is not None:
+                details[seat.agent] = dict(details_of(SeatView(state.env, seat.agent, seat.index, None, None, {})))
             if forfeited is not None:
                 who = "You" if forfeited == seat.agent else forfeited
                 summaries[seat.agent] = (
@@ -366,6 +370,7 @@ class RolloutEngine:
             invalid_actions=invalid,
             forfeited_by=forfeited,
             summaries=summaries,
+            details=details,
         )
 
     # -- decisions ----------------------------------------------------------------------------------------
@@ -422,6 +427,7 @@ class RolloutEngine:
             history=tuple(steps),
             earlier_episodes=tuple(state.episodes),
             reflections=tuple(state.reflections),
+            answer_format=answer_format(view) if (answer_format := getattr(adapter, "answer_format", None)) else None,
         )
 
     def _plan(self, turn: Turn) -> tuple[list[MemoryItem], list[str], tuple[Segment, ...], int]:
@@ -460,6 +466,8 @@ class RolloutEngine:
         # The full action space lets the parser say "illegal move" rather than "no move found".
         all_moves_of = getattr(state.adapter, "all_moves", None)
         all_moves = [tuple(all_moves_of(view)) if all_moves_of else () for _, _, view in llm]
+        # Free-text arenas (coding) parse the whole answer into an env action themselves.
+        parse_answer = getattr(state.adapter, "parse_answer", None)
         plans = [self._plan(turn) for turn in turns]
         results: list[_Decision | None] = [None] * len(llm)
         notes = [""] * len(llm)
@@ -486,7 +494,13 @@ class RolloutEngine:
             for i, completions in zip(open_slots, answers, strict=True):
                 completion = completions[0]
                 turn = turns[i]
-                parsed = parse_action(completion.text, turn.legal_moves, all_moves[i])
+                if parse_answer is not None:
+                    parsed = parse_answer(llm[i][2], completion.text)
+                else:
+                    parsed = parse_action(completion.text, turn.legal_moves, all_moves[i])
+                if parsed.valid and parse_answer is not None:
+                    results[i] = self._text_decision(turn, prompts[i], completion, attempts[i], parsed)
+                    continue
                 if parsed.valid:
                     move = next(m for m in turn.legal_moves if m.action == parsed.action)
                     results[i] = self._answer_decision(state, turn, prompts[i], completion, attempts[i], move)
@@ -496,10 +510,42 @@ class RolloutEngine:
                     notes[i] = (
                         f"Your previous answer was not a legal move ({error}). "
                         "Answer again with one legal move from the list."
+                        if parse_answer is None
+                        else f"Your previous answer could not be used ({error}). Answer again."
                     )
+                    continue
+                if parse_answer is not None:
+                    # No move list to draw a random fallback from: a free-text answer that cannot be used forfeits.
+                    results[i] = self._text_decision(turn, prompts[i], completion, attempts[i], parsed)
                     continue
                 results[i] = self._answer_decision(state, turn, prompts[i], completion, attempts[i], None, error)
         return [r for r in results if r is not None]
+
+    def _text_decision(
+        self,
+        turn: Turn,
+        prompt: tuple[ChatMessage, ...],
+        completion: Completion,
+        attempts: int,
+        parsed: ParseResult,
+    ) -> _Decision:
+        """The step of a free-text answer (``parse_answer``): the env action is whatever the adapter parsed."""
+        step = Step(
+            episode=turn.episode,
+            index=turn.step,
+            agent=turn.agent,
+            seat=turn.seat,
+            action=parsed.action,
+            move=parsed.move or ("(answer)" if parsed.valid else "(no usable answer)"),
+            observation=turn.observation,
+            answer=completion.text,
+            invalid=not parsed.valid,
+            error=parsed.error,
+            attempts=attempts,
+            prompt=prompt,
+            completion=completion,
+        )
+        return _Decision(step=step, action=parsed.action, forfeit=not parsed.valid)
 
     def _answer_decision(
         self,
@@ -539,7 +585,7 @@ class RolloutEngine:
 
     # -- reflections --------------------------------------------------------------------------------------
 
-    async def _reflect(self, state: _TrialState, record: EpisodeRecord, batcher: TickBatcher) -> None:
+    async def _reflect(self, state: _TrialState, record: EpisodeRecord, batcher: TickBatcher, last: bool) -> None:
         spec = state.spec
         wanted: list[tuple[_Seat, ReflectionRequest]] = []
         for seat in state.seats:
@@ -552,6 +598,7 @@ class RolloutEngine:
                 agent=seat.agent,
                 seat=seat.index,
                 reflections=tuple(state.reflections),
+                last=last,
             ):
                 wanted.append((seat, request))
         if not wanted:

@@ -54,6 +54,7 @@ def trial_samples(
                         behaviour_logprobs=tuple(step.completion.logprobs),
                         temperatures=tuple(step.completion.temperatures),
                         context_text=_prompt_text(step),
+                        context_messages=tuple(step.prompt),
                         completion_text=step.completion.text,
                         group_id=spec.group_id or spec.trial_id,
                         anchor=f"{step.observation}\x1f{opponent}",
@@ -64,6 +65,7 @@ def trial_samples(
                             "episode_return": final,
                             "outcome": episode.outcomes[agent],
                             "invalid": step.invalid,
+                            "details": episode.details.get(agent, {}),
                         },
                     )
                 )
@@ -87,6 +89,7 @@ def trial_samples(
                 behaviour_logprobs=tuple(completion.logprobs),
                 temperatures=tuple(completion.temperatures),
                 context_text="\n\n".join(m.content for m in reflection.prompt),
+                context_messages=tuple(reflection.prompt),
                 completion_text=completion.text,
                 group_id=spec.group_id or spec.trial_id,
                 anchor=None,

@@ -18,7 +18,8 @@ Order within one trial (pinned by ``tests/core/test_hook_order.py``)::
       episode_start                                   (for each episode)
         retrieve_memory -> pre_action -> post_step    (each LLM turn; post_step also for other seats)
       episode_end
-      reflect -> store_memory                         (between episodes, for each LLM seat)
+      reflect -> store_memory                         (after each episode, for each LLM seat; last=True after
+                                                       the final one, also after an early stop)
     trial_end
 
 The registration hooks run once per process over every *installed* plugin; the others only for plugins a
@@ -27,9 +28,10 @@ run enables.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from arena.core.backends.base import ChatMessage
 from arena.core.markers import hookspec
 from arena.core.records import (
     ActionPlan,
@@ -152,12 +154,16 @@ def reflect(
     agent: str,
     seat: int,
     reflections: tuple[Reflection, ...],
+    last: bool,
 ) -> ReflectionRequest | None:
-    """After an episode that another episode of the trial follows, once per LLM seat.
+    """After every episode of a trial, once per LLM seat.
 
-    ``reflections`` holds this trial's earlier reflections. Return a ``ReflectionRequest`` to have the policy
-    write something (a ``<remark>``, a tip). Results: every request is generated, batched with all other
-    pending generations; each result reaches ``store_memory`` and the trial record.
+    ``last`` is True after the trial's final episode (the last of ``trial.episodes``, or the one that ended the
+    trial early on a win): nothing of this trial follows, so only plugins that learn across trials (EMPO² tips)
+    ask for something then; in-trial reflections (MAGE's ``<remark>``) return None. ``reflections`` holds this
+    trial's earlier reflections. Return a ``ReflectionRequest`` to have the policy write something. Results:
+    every request is generated, batched with all other pending generations; each result reaches
+    ``store_memory`` and the trial record.
     """
 
 
@@ -228,10 +234,28 @@ def normalize_advantages(
 
 
 @hookspec(firstresult=True)
-def training_view(sample: Sample) -> Sample | None:
+def training_view(sample: Sample, encode: Callable[[Sequence[ChatMessage]], tuple[int, ...]]) -> Sample | None:
     """Before the loss: the context the trainer conditions on, when it differs from the rollout's.
 
-    EMPO² strips ``<tip>`` blocks here. firstresult; None keeps the rollout context.
+    ``encode(messages)`` renders chat messages exactly as the learner's backend did for the rollout (chat
+    template plus generation prompt) and returns the token ids; ``sample.context_messages`` are the rollout's
+    messages. A view that changes the context sets ``context_ids``/``context_text``/``context_messages`` to the
+    new ones and ``rollout_context_ids``/``rollout_context_text`` to the old ones; the behaviour log-probs stay
+    (they are the old policy's, in the rollout context). EMPO² strips ``<tip>`` blocks here.
+    firstresult; None keeps the rollout context.
+    """
+
+
+@hookspec(firstresult=True)
+def shape_token_advantages(
+    samples: Sequence[Sample], advantages: Any, entropy: Any, mask: Any, options: Mapping[str, Mapping[str, Any]]
+) -> Any:
+    """Inside the loss, once per micro-batch: per-token advantages that depend on the current policy.
+
+    ``advantages``, ``entropy`` and ``mask`` are ``[B, T]`` torch tensors for the micro-batch ``samples``:
+    ``entropy`` is the policy's entropy at each completion position (at the token's sampling temperature),
+    detached; ``mask`` is 1 on completion tokens. Return a new ``[B, T]`` advantage tensor (EntropyAdv adds
+    min(α·H, |A|/κ)). firstresult; None keeps the advantages.
     """
 
 

@@ -2,7 +2,8 @@
 
 Layout: rules, the trial's position (episode k of N), memory sections from ``retrieve_memory``, the current
 episode's recent steps, the observation, plugin instructions from ``pre_action``, the answer format, and last
-the legal moves: ``Legal moves:`` followed by ``ID: NAME`` lines.
+the legal moves: ``Legal moves:`` followed by ``ID: NAME`` lines (free-text arenas such as coding replace the
+answer format with their adapter's ``answer_format`` and show no move list).
 """
 
 from __future__ import annotations
@@ -69,10 +70,11 @@ def build_turn_prompt(
     parts.extend(text.strip() for text in instructions if text.strip())
     if retry_note:
         parts.append(retry_note)
-    parts.append(ANSWER_FORMAT)
+    parts.append(turn.answer_format or ANSWER_FORMAT)
     # The move list comes last, right before the answer: small models copy a move from it far more reliably
-    # when nothing stands between the list and the place they write.
-    parts.append("Legal moves:\n" + format_moves(turn.legal_moves))
+    # when nothing stands between the list and the place they write. Free-text arenas (coding) have none.
+    if turn.legal_moves:
+        parts.append("Legal moves:\n" + format_moves(turn.legal_moves))
     messages = []
     if config.system:
         messages.append(ChatMessage("system", config.system))

@@ -43,6 +43,9 @@ class TrialSpec:
 class Step:
     """One decision of one seat. ``completion`` and ``prompt`` are set for LLM seats only.
 
+    ``action`` is the environment's action: an action id, or for free-text arenas (the coding arena) whatever
+    the adapter's ``parse_answer`` made of the answer (the code).
+
     ``invalid`` says the seat's final answer was not a legal move (``error`` says why); ``attempts`` counts the
     answers it took (more than one under the ``retry`` policy).
     """
@@ -51,7 +54,7 @@ class Step:
     index: int
     agent: str
     seat: int
-    action: int | None
+    action: Any
     move: str
     observation: str = ""
     answer: str = ""
@@ -78,7 +81,12 @@ class EpisodeRecord:
     outcomes: dict[str, Outcome]
     invalid_actions: dict[str, int]
     forfeited_by: str | None = None
+    #: The environment's feedback per LLM agent (``TextAdapter.episode_summary``): outcome, cards revealed,
+    #: failing tests.
     summaries: dict[str, str] = attrs.field(factory=dict)
+    #: Machine-readable facts per LLM agent from the adapter's optional ``episode_details`` (``task_id``,
+    #: ``score``, ``outcome_key``: what distinct outcome was reached, such as the set of passed tests).
+    details: dict[str, dict[str, Any]] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -96,6 +104,8 @@ class Turn:
     history: tuple[Step, ...]
     earlier_episodes: tuple[EpisodeRecord, ...]
     reflections: tuple[Reflection, ...]
+    #: The adapter's ``answer_format`` for free-text arenas (their ``legal_moves`` is empty); None: pick a move.
+    answer_format: str | None = None
 
 
 @attrs.frozen

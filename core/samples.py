@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 import attrs
 
+from arena.core.backends.base import ChatMessage
+
 LossKind = Literal["ppo", "shaped_ratio", "shaped_prob", "sft", "dpo_chosen", "dpo_rejected"]
 
 
@@ -31,6 +33,8 @@ class Sample:
     completion_text: str = ""
     rollout_context_ids: tuple[int, ...] | None = None
     rollout_context_text: str | None = None
+    #: The chat messages the context was rendered from (``training_view`` re-renders edited ones).
+    context_messages: tuple[ChatMessage, ...] = ()
     loss: LossKind = "ppo"
     group_id: str = ""
     anchor: str | None = None

@@ -33,8 +33,10 @@ import torch
 import yaml
 from tqdm import tqdm
 
+from arena import arenas
 from arena.core import catalog
 from arena.core import checkpoint as ck
+from arena.core.backends.base import ChatMessage, GenerationRequest
 from arena.core.config import to_dict
 from arena.core.engine import RolloutEngine
 from arena.core.errors import ArenaError
@@ -50,11 +52,21 @@ from arena.populations import Matchup, Population
 log = structlog.get_logger("arena.train")
 
 
-def trial_specs_for(config: TrainConfig, learner: Learner, groups: Sequence[Matchup]) -> list[TrialSpec]:
-    """``group_size`` trials per matchup: same seed, same opponent, the learner in the matchup's seat."""
+def trial_specs_for(
+    config: TrainConfig, learner: Learner, groups: Sequence[Matchup], iteration: int = 0
+) -> list[TrialSpec]:
+    """``group_size`` trials per matchup: same seed, same opponent, the learner in the matchup's seat.
+
+    ``meta`` carries the iteration and the run seed (EMPO² draws its per-iteration memory mode from them).
+    """
     specs = []
     for m in groups:
-        seats = (learner.seat_spec, m.opponent_spec) if m.learner_first else (m.opponent_spec, learner.seat_spec)
+        if not m.opponent_spec:  # a single-agent arena: the learner alone on the group's task
+            seats: tuple[str, ...] = (learner.seat_spec,)
+        elif m.learner_first:
+            seats = (learner.seat_spec, m.opponent_spec)
+        else:
+            seats = (m.opponent_spec, learner.seat_spec)
         for k in range(config.group_size):
             specs.append(
                 TrialSpec(
@@ -66,7 +78,12 @@ def trial_specs_for(config: TrainConfig, learner: Learner, groups: Sequence[Matc
                     arena_kwargs=dict(config.arena_kwargs),
                     group_id=m.group_id,
                     early_stop_on_win=config.trial.early_stop_on_win,
-                    meta={"learner": learner.name, "opponent": m.opponent},
+                    meta={
+                        "learner": learner.name,
+                        "opponent": m.opponent or None,
+                        "iteration": iteration,
+                        "run_seed": config.seed,
+                    },
                     options=dict(learner.config.options),
                 )
             )
@@ -174,6 +191,20 @@ class Learner:
             # Dr.GRPO divides by a constant: the generation budget, not the batch's longest answer.
             loss = attrs.evolve(loss, seq_sum_constant=run.trial.prompt.max_new_tokens)
         self.trainer = Trainer(model, config.optim, loss, pad_id=pad_id)
+        if self.plugins.implements("shape_token_advantages"):
+            options = config.options
+
+            def shape(batch: Sequence[Sample], advantages: Any, entropy: Any, mask: Any) -> Any:
+                return self.plugins.first(
+                    "shape_token_advantages",
+                    samples=batch,
+                    advantages=advantages,
+                    entropy=entropy,
+                    mask=mask,
+                    options=options,
+                )
+
+            self.trainer.shape_token_advantages = shape
         self.engine = RolloutEngine(self.plugins, run.trial, backends=pool, max_live_trials=run.max_live_trials)
 
     @property
@@ -194,6 +225,13 @@ class Learner:
             self.model.generation_config.save_pretrained(folder)
         if self.tokenizer is not None:
             self.tokenizer.save_pretrained(folder)
+
+    def encode(self, messages: Sequence[ChatMessage]) -> tuple[int, ...]:
+        """Token ids of ``messages`` rendered as the backend renders a rollout's prompt (for ``training_view``)."""
+        prompt_ids = getattr(self.backend, "prompt_ids", None)
+        if prompt_ids is None:
+            raise ArenaError(f"backend {self.backend.name!r} cannot render prompts (no prompt_ids) for training_view")
+        return tuple(int(t) for t in prompt_ids(GenerationRequest(messages=tuple(messages))))
 
     def plugin_state(self) -> dict[str, Any]:
         states = {}
@@ -229,6 +267,15 @@ class Run:
         random.seed(config.seed)
         np.random.seed(config.seed % (2**32))
         torch.manual_seed(config.seed)
+        if not config.opponents and not config.population.learners_as_opponents:
+            env = arenas.make(config.arena, **config.arena_kwargs)
+            players = len(env.possible_agents)
+            env.close()
+            if players != 1:
+                raise ArenaError(
+                    f"arena {config.arena!r} has {players} seats but the config lists no opponents; "
+                    "`opponents: []` is for single-agent arenas (coding, text_maze)"
+                )
         self.pool = BackendPool(config.backend_options)
         self.learners = [Learner(learner, config, self.pool) for learner in config.learners]
         self.population = Population(
@@ -239,6 +286,9 @@ class Run:
         )
         self.iteration = 0
         self.writer: Any = None
+        #: Per learner, the distinct (task, outcome) pairs its training rollouts reached so far: SGE's Figure-11
+        #: exploration measure, from the arena's ``episode_details`` (``task_id``, ``outcome_key``).
+        self.outcomes_seen: dict[str, set[tuple[str, str]]] = {learner.name: set() for learner in self.learners}
 
     @property
     def learner(self) -> Learner:
@@ -296,6 +346,7 @@ class Run:
             },
             "population": self.population.state_dict(),
             "rng": ck.rng_state(),
+            "outcomes_seen": {name: sorted(map(list, seen)) for name, seen in self.outcomes_seen.items()},
         }
         ck.save_checkpoint(
             self.out_dir,
@@ -322,6 +373,8 @@ class Run:
             if learner.needs_sync:
                 learner.backend.sync_weights(learner.model.state_dict())
         self.population.load_state_dict(state["population"])
+        for name, pairs in state.get("outcomes_seen", {}).items():
+            self.outcomes_seen[name] = {(str(a), str(b)) for a, b in pairs}
         ck.set_rng_state(state["rng"])
         self.iteration = int(state["iteration"])
         metrics = self.out_dir / "metrics.jsonl"
@@ -390,28 +443,49 @@ class Run:
         for sample, advantage in zip(samples, advantages, strict=True):
             value = advantage if isinstance(advantage, int | float) else list(advantage)
             sample = attrs.evolve(sample, advantage=value)
-            view = plugins.first("training_view", sample=sample)
+            view = plugins.first("training_view", sample=sample, encode=learner.encode)
             out.append(view if view is not None else sample)
         return out
 
+    def count_outcomes(self, learner: Learner, trials: Sequence[TrialRecord]) -> dict[str, float]:
+        """Distinct (task, outcome) pairs reached, this iteration and so far (arenas with ``episode_details``)."""
+        now: set[tuple[str, str]] = set()
+        for trial in trials:
+            for episode in trial.episodes:
+                for details in episode.details.values():
+                    if "outcome_key" in details:
+                        now.add((str(details.get("task_id", trial.spec.seed)), str(details["outcome_key"])))
+        if not now:
+            return {}
+        seen = self.outcomes_seen[learner.name]
+        seen |= now
+        key = functools.partial(self._key, learner)
+        return {key("rollout/distinct_outcomes"): float(len(now)), key("explore/distinct_outcomes"): float(len(seen))}
+
     def evaluate(self, label: str) -> dict[str, float]:
         cfg = self.config.eval
-        opponents = cfg.opponents or [o.spec for o in self.config.opponents]
+        opponents: list[str | None] = list(cfg.opponents or [o.spec for o in self.config.opponents])
+        if not opponents:
+            opponents = [None]  # a single-agent arena: the learner alone on held-out seeds
+        arena_kwargs = {**self.config.arena_kwargs, **cfg.arena_kwargs}
         metrics: dict[str, float] = {}
         for learner in self.learners:
             specs = []
             for opponent in opponents:
                 for k in range(cfg.games):
                     first = k % 2 == 0
-                    seats = (learner.seat_spec, opponent) if first else (opponent, learner.seat_spec)
+                    if opponent is None:
+                        seats: tuple[str, ...] = (learner.seat_spec,)
+                    else:
+                        seats = (learner.seat_spec, opponent) if first else (opponent, learner.seat_spec)
                     specs.append(
                         TrialSpec(
-                            trial_id=f"eval-{label}-{learner.name}-{opponent}-{k}",
+                            trial_id=f"eval-{label}-{learner.name}-{opponent or 'solo'}-{k}",
                             arena_id=self.config.arena,
                             seats=seats,
                             seed=cfg.seed + k,
                             episodes=self.config.trial.episodes,
-                            arena_kwargs=dict(self.config.arena_kwargs),
+                            arena_kwargs=dict(arena_kwargs),
                             training=False,
                             meta={"opponent": opponent},
                             options=dict(learner.config.options),
@@ -425,7 +499,7 @@ class Run:
     def play(self, learner: Learner, matchups: Sequence[Matchup]) -> tuple[list[TrialRecord], dict[str, float]]:
         t0 = time.perf_counter()
         requests_before = learner.engine.stats.requests
-        trials = learner.engine.run(trial_specs_for(self.config, learner, matchups))
+        trials = learner.engine.run(trial_specs_for(self.config, learner, matchups, self.iteration))
         for trial in trials:
             self.population.record(trial)
             learner.plugins.call("match_end", trial=trial)
@@ -464,6 +538,7 @@ class Run:
                 learner.backend.sync_weights(learner.model.state_dict())
                 times[key("time/weight_sync")] = time.perf_counter() - t_sync
             metrics.update(outcome_metrics(trials, learner.seat_spec, key("rollout")))
+            metrics.update(self.count_outcomes(learner, trials))
             metrics[key("rollout/samples")] = len(samples)
             metrics[key("rollout/llm_requests")] = played["requests"]
             metrics[key("rollout/mean_reward")] = float(np.mean([s.reward for s in samples])) if samples else 0.0

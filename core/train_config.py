@@ -46,6 +46,8 @@ class EvalConfig:
     games: int = attrs.field(default=100, validator=_positive)
     opponents: list[str] = attrs.field(factory=list)
     seed: int = 1_000_000
+    #: Arena kwargs for evaluation on top of the run's (``{split: test}``: held-out tasks or layouts).
+    arena_kwargs: dict[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.frozen

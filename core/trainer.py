@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -119,6 +119,9 @@ class Trainer:
         self.model, self.optimizer, self.scheduler = self.accelerator.prepare(model, optimizer, scheduler)
         self.reference: torch.nn.Module | None = None  # built lazily: only KL and DPO need it
         self.steps = 0
+        #: ``f(samples, advantages, entropy, mask) -> [B, T] tensor | None``, per micro-batch: advantages that
+        #: depend on the current policy (EntropyAdv); the run wires the ``shape_token_advantages`` hook here.
+        self.shape_token_advantages: Callable[..., torch.Tensor | None] | None = None
 
     # -- reference model ----------------------------------------------------------------------------------
 
@@ -258,6 +261,11 @@ class Trainer:
         old = _pad([s.behaviour_logprobs for s in batch], width, device)
         adv = losses.advantages_to_tokens([s.advantage for s in batch], [len(s.completion_ids) for s in batch])
         adv = _fit(adv.to(device), width)
+        if self.shape_token_advantages is not None:
+            assert entropy is not None  # requested above
+            shaped = self.shape_token_advantages(batch, adv, entropy.detach(), mask)
+            if shaped is not None:
+                adv = shaped
         w = torch.tensor(weights, dtype=logp.dtype, device=device).unsqueeze(1) * mask
         if cfg.low_prob_mask != "off":
             w = w * losses.low_prob_mask(old, mask, cfg.low_prob_threshold, cfg.low_prob_mask)

@@ -205,11 +205,11 @@ def _check_no_plain_reflection(reflections: Sequence[Reflection]) -> None:
 
 @hookimpl
 def reflect(
-    trial: TrialSpec, episode: EpisodeRecord, agent: str, reflections: tuple[Reflection, ...]
+    trial: TrialSpec, episode: EpisodeRecord, agent: str, reflections: tuple[Reflection, ...], last: bool
 ) -> ReflectionRequest | None:
     opts = settings(trial.options)
     _check_no_plain_reflection(reflections)
-    if opts["memory"] == "history_only":
+    if last or opts["memory"] == "history_only":  # a reflection only serves the episodes that follow it
         return None
     text = reflection_prompt(trial, episode, agent, _mine(reflections, agent))
     return ReflectionRequest(

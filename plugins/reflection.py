@@ -35,8 +35,10 @@ def episode_transcript(episode: EpisodeRecord, agent: str) -> str:
 
 @hookimpl
 def reflect(
-    trial: TrialSpec, episode: EpisodeRecord, agent: str, seat: int, reflections: tuple[Reflection, ...]
-) -> ReflectionRequest:
+    trial: TrialSpec, episode: EpisodeRecord, agent: str, seat: int, reflections: tuple[Reflection, ...], last: bool
+) -> ReflectionRequest | None:
+    if last:  # nothing of this trial follows the final episode
+        return None
     summary = episode.summaries.get(agent, "")
     text = (
         f"You are {agent} in {trial.arena_id}. Episode {episode.index + 1} of {trial.episodes} just ended; "

@@ -92,8 +92,9 @@ class Population:
                 self.ratings.add(name)
         #: Snapshots the last ``evolve`` pushed out of the pool (for logs).
         self.last_dropped: list[PoolMember] = []
-        # Fail at start-up, not at the first iteration, when a learner has nobody to play.
-        for name in self.learners:
+        # Fail at start-up, not at the first iteration, when a learner has nobody to play. An empty pool is a
+        # single-agent run (the learner alone on each task); ``Run`` checks that the arena has one seat.
+        for name in self.learners if self.pool.members else ():
             self.pool.sampling_weights(name, PFSPConfig())
 
     @property
@@ -197,7 +198,8 @@ class Population:
         learners: dict[str, list[dict[str, Any]]] = {}
         for learner in self.learners:
             rows = []
-            for name, p in self.pool.sampling_weights(learner, self.pfsp).items():
+            weights = self.pool.sampling_weights(learner, self.pfsp) if self.pool.members else {}
+            for name, p in weights.items():
                 s = self.pool.stats(learner, name)
                 rows.append(
                     {

@@ -51,6 +51,9 @@ def default_matchups(
 ) -> list[Matchup]:
     """``groups`` matchups per learner, learners in the given order.
 
+    An empty pool means a single-agent arena (coding, text_maze): every matchup is the learner alone
+    (``opponent`` and ``opponent_spec`` empty) on its group seed, which picks the task.
+
     Per learner one generator, ``default_rng(derive_seed(seed, "matchups", iteration, learner))``, draws for each
     group the opponent (``pool.sample``) and then, with ``learner_seat: random``, the seat (first on an even
     ``integers(2)``). The group seed is ``derive_seed(seed, "group", iteration, learner, g) % 2**31``.
@@ -61,6 +64,18 @@ def default_matchups(
     for learner in learners:
         rng = np.random.default_rng(derive_seed(seed, "matchups", iteration, learner))
         for g in range(groups):
+            if not pool.members:
+                out.append(
+                    Matchup(
+                        learner=learner,
+                        group_id=group_id(iteration, learner, g),
+                        opponent="",
+                        opponent_spec="",
+                        seed=int(derive_seed(seed, "group", iteration, learner, g) % (2**31)),
+                        learner_first=True,
+                    )
+                )
+                continue
             member = pool.sample(learner, rng, pfsp)
             # The seat draw comes after the opponent draw, and only for random seats.
             first = bool(rng.integers(2) == 0) if learner_seat == "random" else learner_seat == "first"

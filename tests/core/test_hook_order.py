@@ -42,8 +42,10 @@ class Recorder:
         self.calls.append("episode_end")
 
     @hookimpl
-    def reflect(self, episode: Any, agent: str) -> ReflectionRequest:
-        self.calls.append("reflect")
+    def reflect(self, episode: Any, agent: str, last: bool) -> ReflectionRequest | None:
+        self.calls.append("reflect:last" if last else "reflect")
+        if last:
+            return None
         return ReflectionRequest(name="rec", messages=(ChatMessage("user", "reflect"),), extract_tag="remark")
 
     @hookimpl
@@ -74,6 +76,8 @@ def test_hook_order_over_a_two_episode_trial() -> None:
         expected.append("episode_end")
         if episode.index == 0:
             expected += ["reflect", "store_memory"]
+        else:
+            expected.append("reflect:last")  # asked after the final episode too; this plugin declines
     expected.append("trial_end")
     assert recorder.calls == expected
     assert len(trial.episodes) == 2

@@ -404,8 +404,8 @@ def test_credit_of_played_trials() -> None:
 def test_reflection_request_follows_the_settings() -> None:
     (trial,), _, _ = play(specs(1, episodes=2), plugins=["mage"])
     spec = attrs.evolve(trial.spec, options={"mage": {"reflection_max_chars": 50, "max_new_tokens": 64}})
-    request = mage.reflect(trial=spec, episode=trial.episodes[0], agent="player_0", reflections=())
+    request = mage.reflect(trial=spec, episode=trial.episodes[0], agent="player_0", reflections=(), last=False)
     assert request is not None
     assert (request.name, request.extract_tag, request.max_chars, request.max_new_tokens) == ("mage", "remark", 50, 64)
-    default = mage.reflect(trial=trial.spec, episode=trial.episodes[0], agent="player_0", reflections=())
+    default = mage.reflect(trial=trial.spec, episode=trial.episodes[0], agent="player_0", reflections=(), last=False)
     assert default is not None and default.max_chars == 2000

@@ -1,0 +1,104 @@
+"""A minimal free-text arena for the core tests: guess the seed's digit, answered as text rather than a move.
+
+One agent, one step, a ``gymnasium.spaces.Text`` action; the adapter implements the optional free-text methods
+(``parse_answer``, ``answer_format``, ``episode_details``), so the engine's free-text path runs without the coding
+arena. Register it with ``register_guess_arena()`` (undo with ``arena.core.catalog.reset()``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+
+from arena.arenas.base import Move, ParseResult, SeatView
+from arena.core import catalog
+
+ARENA_ID = "guess_digit"
+
+
+class GuessDigitEnv(AECEnv[str, np.ndarray, str]):
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": [], "name": "guess_digit_v0", "is_parallelizable": False}
+
+    def __init__(self) -> None:
+        self.possible_agents = ["player_0"]
+        self.agents: list[str] = []
+        self.target = 0
+        self.guess: str | None = None
+        self._obs_space = spaces.Box(0, 1, shape=(1,), dtype=np.int64)
+        self._act_space = spaces.Text(max_length=64)
+        self.arena_text_adapter = GuessAdapter()
+        self.render_mode = None
+
+    def observation_space(self, agent: str) -> spaces.Box:
+        return self._obs_space
+
+    def action_space(self, agent: str) -> spaces.Text:
+        return self._act_space
+
+    def observe(self, agent: str) -> np.ndarray:
+        return np.zeros(1, dtype=np.int64)
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        self.target = int(seed or 0) % 10
+        self.guess = None
+        self.agents = list(self.possible_agents)
+        self.agent_selection = "player_0"
+        self.rewards = {"player_0": 0.0}
+        self._cumulative_rewards = {"player_0": 0.0}
+        self.terminations = {"player_0": False}
+        self.truncations = {"player_0": False}
+        self.infos: dict[str, dict[str, Any]] = {"player_0": {}}
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self.guess = str(action)
+        self.rewards = {agent: 1.0 if self.guess == str(self.target) else 0.0}
+        self.terminations = {agent: True}
+        self._cumulative_rewards[agent] = 0.0
+        self._accumulate_rewards()
+
+    def arena_outcome(self, returns: dict[str, float], agent: str) -> str:
+        return "win" if returns[agent] >= 1.0 else "loss"
+
+
+class GuessAdapter:
+    def rules(self, view: SeatView) -> str:
+        return "Guess the hidden digit."
+
+    def observation(self, view: SeatView) -> str:
+        return "The digit is between 0 and 9."
+
+    def legal_moves(self, view: SeatView) -> list[Move]:
+        return []
+
+    def action_name(self, view: SeatView, action: int) -> str:
+        return str(action)
+
+    def episode_summary(self, view: SeatView) -> str:
+        env = view.env.unwrapped
+        return f"The digit was {env.target}; you guessed {env.guess}."
+
+    def answer_format(self, view: SeatView) -> str:
+        return "Answer with one digit inside <answer>...</answer>."
+
+    def parse_answer(self, view: SeatView, answer: str) -> ParseResult:
+        match = re.search(r"<answer>\s*(\d)\s*</answer>", answer)
+        if match is None:
+            return ParseResult(action=None, error="no <answer> digit")
+        return ParseResult(action=match.group(1), move=f"guess {match.group(1)}")
+
+    def episode_details(self, view: SeatView) -> dict[str, Any]:
+        env = view.env.unwrapped
+        won = env.guess == str(env.target)
+        return {"task_id": f"digit-{env.target}", "outcome_key": str(env.guess), "score": float(won)}
+
+
+def register_guess_arena() -> None:
+    catalog.arenas().registrar("tests")(ARENA_ID, GuessDigitEnv, description="test arena")
