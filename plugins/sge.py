@@ -33,8 +33,9 @@ strategies rather than of tokens. This plugin adds to the default turn prompt (`
    was drawn (``none``, ``negative``, ``positive``). Evaluation trials use the plain strategy prompt and leave the
    buffers alone. ``reflection: false`` (ablation) turns the whole mechanism off.
 
-   Task key: (learner ``TrialSpec.meta["learner"]``, arena id, trial seed, seat index): a trial's seed is its
-   task, and both seats of a game may be LLMs. Buffers are filled at ``trial_end`` from every episode of the
+   Task key: (learner ``TrialSpec.meta["learner"]``, arena id, trial seed, seat index, seat spec): a trial's
+   seed is its task, and both seats of a game may be LLMs (the spec keeps an LLM opponent's strategies, say a
+   snapshot's, out of the learner's buffers). Buffers are filled at ``trial_end`` from every episode of the
    trial. In a training run (``TrialSpec.meta["iteration"]`` set) an episode's sequence becomes visible to draws
    from the next iteration on: the G rollouts of an iteration all see the same buffers, however the engine
    interleaves them, so what a rollout draws depends only on the seeds and the earlier iterations. Without an
@@ -118,8 +119,8 @@ NEGATIVE_HEADER = "An earlier attempt at this task failed. The strategies you wr
 POSITIVE_HEADER = "An earlier attempt at this task succeeded. The strategies you wrote in it, step by step:"
 FEEDBACK_HEADER = "Feedback from the environment on that attempt:"
 
-#: (learner, arena id, trial seed, seat index)
-TaskKey = tuple[str, str, int, int]
+#: (learner, arena id, trial seed, seat index, seat spec)
+TaskKey = tuple[str, str, int, int, str]
 
 
 def settings(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
@@ -239,7 +240,7 @@ def draw_reflection(
 
 
 def task_key(trial: TrialSpec, seat: int) -> TaskKey:
-    return (str(trial.meta.get("learner", "")), trial.arena_id, int(trial.seed), int(seat))
+    return (str(trial.meta.get("learner", "")), trial.arena_id, int(trial.seed), int(seat), trial.seats[seat])
 
 
 def _iteration(trial: TrialSpec) -> int | None:
@@ -417,11 +418,11 @@ class SGE:
 
 
 def _key_json(key: TaskKey) -> dict[str, Any]:
-    return {"learner": key[0], "arena": key[1], "seed": key[2], "seat": key[3]}
+    return {"learner": key[0], "arena": key[1], "seed": key[2], "seat": key[3], "seat_spec": key[4]}
 
 
 def _key_of(entry: Mapping[str, Any]) -> TaskKey:
-    return (str(entry["learner"]), str(entry["arena"]), int(entry["seed"]), int(entry["seat"]))
+    return (str(entry["learner"]), str(entry["arena"]), int(entry["seed"]), int(entry["seat"]), str(entry["seat_spec"]))
 
 
 #: The entry point: one instance per process, shared by the learners (its buffers are keyed by learner).

@@ -37,12 +37,13 @@ def spec(
     seed: int = 5,
     training: bool = True,
     options: dict[str, Any] | None = None,
+    seats: tuple[str, ...] = ("model:scripted", "random"),
     **meta: Any,
 ) -> TrialSpec:
     return TrialSpec(
         trial_id=trial_id,
         arena_id="kuhn_poker",
-        seats=("model:scripted", "random"),
+        seats=seats,
         seed=seed,
         training=training,
         meta=dict(meta),
@@ -101,6 +102,10 @@ def record(
         summaries={agent: feedback} if feedback else {},
     )
     return TrialRecord(spec=trial, episodes=(episode,), reflections=())
+
+
+def key(seed: int = 5, seat: int = 0, learner: str = "") -> sge.TaskKey:
+    return (learner, "kuhn_poker", seed, seat, ("model:scripted", "random")[seat])
 
 
 def fill(plugin: sge.SGE, failed: int, successful: int, seed: int = 5, **options: Any) -> None:
@@ -175,7 +180,7 @@ def test_strategy_extraction() -> None:
 def test_buffers_are_fifo_per_task_and_outcome() -> None:
     plugin = sge.SGE()
     fill(plugin, failed=40, successful=3)
-    failed, successful = plugin.sequences(("", "kuhn_poker", 5, 0))
+    failed, successful = plugin.sequences(key(5, 0, ""))
     assert len(failed) == 32
     # The 8 oldest are gone, the rest are in the order they ended.
     assert [s.strategies for s in failed] == [(f"fail plan {i}",) for i in range(8, 40)]
@@ -183,9 +188,9 @@ def test_buffers_are_fifo_per_task_and_outcome() -> None:
     assert [s.strategies for s in successful] == [(f"good plan {i}",) for i in range(3)]
     # Another seed is another task; a smaller buffer_size keeps fewer.
     plugin.trial_end(record(spec("x", seed=6, options={"buffer_size": 2}), ["p"], "loss"))
-    assert len(plugin.sequences(("", "kuhn_poker", 6, 0))[0]) == 1
+    assert len(plugin.sequences(key(6, 0, ""))[0]) == 1
     fill(plugin, failed=5, successful=0, seed=6, buffer_size=2)
-    assert [s.strategies for s in plugin.sequences(("", "kuhn_poker", 6, 0))[0]] == [("fail plan 3",), ("fail plan 4",)]
+    assert [s.strategies for s in plugin.sequences(key(6, 0, ""))[0]] == [("fail plan 3",), ("fail plan 4",)]
 
 
 def test_sequences_hold_every_turn_in_order_and_keys_include_learner_and_seat() -> None:
@@ -193,14 +198,18 @@ def test_sequences_hold_every_turn_in_order_and_keys_include_learner_and_seat() 
     trial = spec("a", learner="L1")
     plugin.trial_end(record(trial, ["open low", "", "then raise"], "loss", feedback="you lost 2 chips"))
     plugin.trial_end(record(spec("b", learner="L1"), ["as seat one"], "win", seat=1))
-    (seq,) = plugin.sequences(("L1", "kuhn_poker", 5, 0))[0]
+    (seq,) = plugin.sequences(key(5, 0, "L1"))[0]
     assert seq.strategies == ("open low", "", "then raise")
     assert seq.feedback == "you lost 2 chips" and seq.trial_id == "a" and seq.episode == 0
-    assert plugin.sequences(("L1", "kuhn_poker", 5, 1))[1][0].strategies == ("as seat one",)
-    assert plugin.sequences(("", "kuhn_poker", 5, 0)) == ([], [])
+    assert plugin.sequences(key(5, 1, "L1"))[1][0].strategies == ("as seat one",)
+    assert plugin.sequences(key(5, 0, "")) == ([], [])
+    # An LLM opponent (another spec) in the same seat and task keeps its own buffers.
+    plugin.trial_end(record(spec("d", learner="L1", seats=("random", "model:snapshot")), ["theirs"], "win", seat=1))
+    assert plugin.sequences(key(5, 1, "L1"))[1][0].strategies == ("as seat one",)
+    assert plugin.sequences(("L1", "kuhn_poker", 5, 1, "model:snapshot"))[1][0].strategies == ("theirs",)
     # An episode without any strategy is not stored.
     plugin.trial_end(record(spec("c", learner="L1"), ["", ""], "loss"))
-    assert len(plugin.sequences(("L1", "kuhn_poker", 5, 0))[0]) == 1
+    assert len(plugin.sequences(key(5, 0, "L1"))[0]) == 1
 
 
 def test_evaluation_trials_neither_fill_nor_read_the_buffers() -> None:
@@ -342,7 +351,7 @@ def test_pending_sequences_commit_in_a_fixed_order() -> None:
         for trial_id, text in permutation:
             plugin.trial_end(record(spec(trial_id, iteration=3), [text], "loss"))
         plugin.commit(before=4)
-        orders.append([s.strategies[0] for s in plugin.sequences(("", "kuhn_poker", 5, 0))[0]])
+        orders.append([s.strategies[0] for s in plugin.sequences(key(5, 0, ""))[0]])
     assert orders == [["a", "b", "c"], ["a", "b", "c"]]
 
 
@@ -354,7 +363,7 @@ def test_state_round_trip_continues_the_buffers() -> None:
     restored = sge.SGE()
     restored.load_state_dict(state)
     assert restored.state_dict() == plugin.state_dict()
-    assert restored.sequences(("", "kuhn_poker", 5, 0)) == plugin.sequences(("", "kuhn_poker", 5, 0))
+    assert restored.sequences(key(5, 0, "")) == plugin.sequences(key(5, 0, ""))
     assert restored.pending == plugin.pending
     draws = [plugin.pre_action(turn(spec(f"t{i}"))).instructions for i in range(100)]
     assert [restored.pre_action(turn(spec(f"t{i}"))).instructions for i in range(100)] == draws
