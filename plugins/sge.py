@@ -46,9 +46,11 @@ strategies rather than of tokens. This plugin adds to the default turn prompt (`
    the group (``group_size``). The paper's update: ``loss: {clip_low: 0.2, clip_high: 0.2, aggregation:
    token_mean, kl_coef: 0}``, ``optim: {lr: 1e-6, epochs: 2}``.
 
-State: the buffers (and sequences not yet visible) live in the plugin object, the entry point ``plugin``, shared
-by every learner that enables ``sge`` in a process (keys include the learner). The trainer checkpoints them with
-``plugin.state_dict()`` (JSON-serialisable) and restores them with ``plugin.load_state_dict(state)`` on resume.
+State: the buffers (and sequences not yet visible) live in one plugin object, ``plugin``, shared by every learner
+that enables ``sge`` in a process (keys include the learner). The module's hooks and state methods are that
+object's bound methods, so the entry points ``arena.plugins.sge`` and ``arena.plugins.sge:plugin`` are the same.
+The trainer checkpoints the buffers with ``state_dict()`` (JSON-serialisable) and restores them with
+``load_state_dict(state)`` on resume.
 
 Settings come from ``TrialSpec.options["sge"]`` (the learner's ``options``); unknown keys are errors.
 
