@@ -263,6 +263,53 @@ def eval_cmd(
     click.echo(f"\nreport: {paths['markdown']}")
 
 
+@cli.command("passk")
+@click.argument("target")
+@click.option("--arena", "arena_id", default=None, help="Arena (for a model spec; a run uses its own).")
+@click.option("--split", default=None, help="Task split, e.g. test (held-out). [default: the run's eval split]")
+@click.option("--tasks", type=int, default=50, show_default=True, help="Tasks (seeds) to evaluate.")
+@click.option("--samples", type=int, default=8, show_default=True, help="Samples per task (n of pass@k).")
+@click.option("--first-seed", type=int, default=None, help="Seed of the first task. [default: run's eval.seed or 0]")
+@click.option("--plugin", "plugin_names", multiple=True, help="Plugins for a model spec (e.g. sge's strategy prompt).")
+@click.option("--learner", default=None, help="Learner of a run. [default: the config's first]")
+@click.option("--checkpoint", type=click.Path(path_type=Path), default=None, help="Checkpoint dir. [default: latest]")
+@click.option("--initial", is_flag=True, help="Evaluate the run's starting model (same plugins), not its checkpoint.")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole result as one JSON object.")
+def passk_cmd(
+    target: str,
+    arena_id: str | None,
+    split: str | None,
+    tasks: int,
+    samples: int,
+    first_seed: int | None,
+    plugin_names: tuple[str, ...],
+    learner: str | None,
+    checkpoint: Path | None,
+    initial: bool,
+    as_json: bool,
+) -> None:
+    """pass@k of a single-agent policy: TARGET is a run directory or a model spec (model:tiny)."""
+    from arena.core.passk import evaluate_run_tasks, evaluate_tasks, format_passk
+    from arena.core.plugins import PluginSet
+
+    overrides = {"split": split} if split else {}
+    if Path(target).is_dir():
+        report = evaluate_run_tasks(Path(target), tasks, samples, learner, checkpoint, initial, first_seed, overrides)
+    else:
+        if arena_id is None:
+            raise click.UsageError("--arena is needed when TARGET is a model spec")
+        report = evaluate_tasks(
+            target,
+            arena_id,
+            overrides,
+            tasks,
+            samples,
+            plugins=PluginSet(list(plugin_names)),
+            first_seed=first_seed or 0,
+        )
+    click.echo(json.dumps(report, indent=2) if as_json else format_passk(report))
+
+
 @cli.command("report")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Output folder. [default: RUN/report]")

@@ -21,6 +21,7 @@ from arena.arenas.opponents.cfr import CFR_ARENAS, DEFAULT_ITERATIONS, CfrOppone
 from arena.arenas.opponents.kuhn import KUHN_STYLES, KuhnStyleOpponent
 from arena.arenas.opponents.mcts import DEFAULT_SIMULATIONS, MCTS_ARENAS, MctsOpponent
 from arena.arenas.opponents.simple import RPS_OPPONENTS, TTT_PREFERENCES, CellPreferenceOpponent, RandomOpponent
+from arena.core.errors import ArenaError
 from arena.core.markers import hookimpl
 
 __all__ = ["builtin_opponents", "parse_opponent_spec", "register_opponents"]
@@ -92,6 +93,15 @@ _RPS_DESCRIPTIONS = {
 }
 
 
+def _maze_explorer_factory(arena_id: str, arg: str | None, seed: int) -> Opponent:
+    from arena.arenas.text_maze import TextMazeExplorer
+
+    check_arena("text_maze-explorer", arena_id, ("text_maze",))
+    if arg not in (None, "no-note"):
+        raise ArenaError(f"opponent 'text_maze-explorer' takes no argument or ':no-note', got {arg!r}")
+    return TextMazeExplorer(read_notes=arg != "no-note")
+
+
 def builtin_opponents() -> list[tuple[str, OpponentFactory, tuple[str, ...] | None, str]]:
     """(id, factory, arenas, description) of every built-in opponent; ``arenas=None`` means any arena."""
     table: list[tuple[str, OpponentFactory, tuple[str, ...] | None, str]] = [
@@ -111,6 +121,14 @@ def builtin_opponents() -> list[tuple[str, OpponentFactory, tuple[str, ...] | No
         for name, order in TTT_PREFERENCES.items()
     ]
     table += [(name, _rps_factory(name), RPS_ARENAS, _RPS_DESCRIPTIONS[name]) for name in RPS_OPPONENTS]
+    table.append(
+        (
+            "text_maze-explorer",
+            _maze_explorer_factory,
+            ("text_maze",),
+            "text maze expert: explores everything it has seen, reads the note (text_maze-explorer:no-note skips it)",
+        )
+    )
     return table
 
 
