@@ -104,3 +104,77 @@ def test_bad_settings_are_errors(options: dict) -> None:
 def test_shapes_must_agree() -> None:
     with pytest.raises(ValueError, match="same"):
         entropy_adv.entropy_shaped(ADV, ENT[:, :3], MASK)
+
+
+def test_inside_the_trainer_the_hook_gets_the_policy_entropy_and_changes_the_update() -> None:
+    from arena.core.backends.base import ChatMessage, GenerationRequest
+    from arena.core.backends.hf import HFBackend
+    from arena.core.logprobs import policy_logprobs
+    from arena.core.trainer import LossConfig, OptimConfig, Trainer
+
+    from ..toy_model import build_model, build_tokenizer
+
+    tokenizer = build_tokenizer()
+
+    def make() -> torch.nn.Module:
+        return build_model(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id)
+
+    backend = HFBackend(make(), tokenizer)
+    requests = [
+        GenerationRequest(messages=(ChatMessage("user", f"prompt {i}"),), max_new_tokens=6, seed=i) for i in range(4)
+    ]
+    samples = [
+        Sample(
+            learner="L",
+            trial_id=f"t{i}",
+            episode=0,
+            turn=0,
+            agent="player_0",
+            kind="action",
+            context_ids=c.prompt_token_ids,
+            completion_ids=c.token_ids,
+            behaviour_logprobs=c.logprobs,
+            temperatures=c.temperatures,
+            advantage=1.0 if i % 2 == 0 else -1.0,
+        )
+        for i, (c,) in enumerate(backend.generate(requests))
+    ]
+    plugins = PluginSet(["grpo", "entropy_adv"])
+    calls: list[tuple[list[Sample], torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
+
+    def shape(batch: list[Sample], advantages: torch.Tensor, entropy: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        out = plugins.first(
+            "shape_token_advantages", samples=batch, advantages=advantages, entropy=entropy, mask=mask, options={}
+        )
+        calls.append((list(batch), advantages, entropy, mask, out))
+        return out
+
+    after = []
+    for shaped in (False, True):
+        model = make()
+        trainer = Trainer(model, OptimConfig(lr=1e-3, micro_batch_tokens=100_000, grad_clip=1e9), LossConfig())
+        if shaped:
+            trainer.shape_token_advantages = shape
+        trainer.update(samples)
+        after.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+    assert len(calls) == 1
+    batch, advantages, entropy, mask, out = calls[0]  # the trainer's micro-batch, in its own order
+    assert sorted(s.trial_id for s in batch) == [s.trial_id for s in samples]
+    assert advantages[:, 0].tolist() == [s.advantage for s in batch]
+    assert not entropy.requires_grad
+    # The entropy is the untrained policy's at each sampled position, at the token's temperature.
+    with torch.no_grad():
+        _, expected, _ = policy_logprobs(
+            make(),
+            [s.context_ids for s in batch],
+            [s.completion_ids for s in batch],
+            [s.temperatures for s in batch],
+            pad_id=backend.pad_id,
+            with_entropy=True,
+        )
+    assert expected is not None
+    assert torch.allclose(entropy, expected, atol=1e-5)
+    assert torch.allclose(out, advantages + torch.minimum(0.4 * entropy, advantages.abs() / 2.0) * mask, atol=1e-6)
+    assert not torch.equal(out, advantages)
+    # The shaped advantages are the ones the loss used: the update differs from the unshaped one.
+    assert (after[0] - after[1]).abs().max().item() > 1e-6
