@@ -430,7 +430,9 @@ class RolloutEngine:
             answer_format=answer_format(view) if (answer_format := getattr(adapter, "answer_format", None)) else None,
         )
 
-    def _plan(self, turn: Turn) -> tuple[list[MemoryItem], list[str], tuple[Segment, ...], int]:
+    def _plan(
+        self, turn: Turn
+    ) -> tuple[list[MemoryItem], list[str], tuple[Segment, ...], int, dict[str, dict[str, Any]]]:
         memories = [item for _, items in self.plugins.call("retrieve_memory", turn=turn) for item in items]
         plans: list[tuple[str, ActionPlan]] = self.plugins.call("pre_action", turn=turn)
         prompt_cfg = self.config.prompt
@@ -450,7 +452,8 @@ class RolloutEngine:
                 segments = plan.segments
             if plan.max_new_tokens is not None:
                 max_new_tokens = plan.max_new_tokens
-        return memories, [plan.instructions for _, plan in plans], segments, max_new_tokens
+        metas = {plan.source or name: dict(plan.meta) for name, plan in plans if plan.meta}
+        return memories, [plan.instructions for _, plan in plans], segments, max_new_tokens, metas
 
     async def _llm_decisions(
         self,
@@ -479,7 +482,7 @@ class RolloutEngine:
             items: list[tuple[Backend, GenerationRequest]] = []
             prompts = {}
             for i in open_slots:
-                turn, (memories, instructions, segments, max_new) = turns[i], plans[i]
+                turn, (memories, instructions, segments, max_new, _) = turns[i], plans[i]
                 attempts[i] += 1
                 messages = build_turn_prompt(turn, memories, instructions, self.config.prompt, notes[i])
                 prompts[i] = messages
@@ -519,7 +522,11 @@ class RolloutEngine:
                     results[i] = self._text_decision(turn, prompts[i], completion, attempts[i], parsed)
                     continue
                 results[i] = self._answer_decision(state, turn, prompts[i], completion, attempts[i], None, error)
-        return [r for r in results if r is not None]
+        return [
+            attrs.evolve(r, step=attrs.evolve(r.step, plans=plans[i][4])) if plans[i][4] else r
+            for i, r in enumerate(results)
+            if r is not None
+        ]
 
     def _text_decision(
         self,

@@ -63,6 +63,8 @@ class Step:
     attempts: int = 1
     prompt: tuple[ChatMessage, ...] = ()
     completion: Completion | None = None
+    #: ``ActionPlan.meta`` of the plugins that planned this turn, by plugin (SGE: which reflection was drawn).
+    plans: dict[str, dict[str, Any]] = attrs.field(factory=dict)
 
     @property
     def invalid_answers(self) -> int:

@@ -142,6 +142,7 @@ def sample_to_json(sample: Sample) -> dict[str, Any]:
         "turn": sample.turn,
         "loss": sample.loss,
         "trial_id": sample.trial_id,
+        "plans": sample.meta.get("plans", {}),
     }
 
 

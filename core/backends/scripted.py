@@ -3,7 +3,8 @@
 It answers every request with a *responder* — a function of the request and a seeded RNG. The default
 responder plays a uniformly random legal move from the prompt's move list (``<action>NAME</action>``) and
 writes a short ``<remark>`` for reflection requests. Tokens are the UTF-8 bytes of the answer, each with
-log-prob 0 at the segment's temperature: enough to exercise everything downstream of generation.
+log-prob 0 at its segment's temperature (a segment ends on one of its stop strings or at its budget, as in
+the real backends): enough to exercise everything downstream of generation.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from arena.core.backends.base import Completion, GenerationRequest
+from arena.core.backends.base import Completion, GenerationRequest, Segment
 
 Responder = Callable[[GenerationRequest, np.random.Generator], str]
 
@@ -48,6 +49,23 @@ def random_legal_responder(request: GenerationRequest, rng: np.random.Generator)
     return f"<remark>Scripted reflection {int(rng.integers(1000))}: try something different next time.</remark>"
 
 
+def segment_temperatures(token_ids: Sequence[int], segments: Sequence[Segment]) -> tuple[float, ...]:
+    """Each token's temperature under the request's segment plan (a segment ends on a stop string or its budget)."""
+    temps: list[float] = []
+    index, start = 0, 0
+    for k in range(len(token_ids)):
+        segment = segments[index]
+        temps.append(float(segment.temperature))
+        if index == len(segments) - 1:
+            continue
+        text = bytes(token_ids[start : k + 1]).decode("utf-8", errors="replace")
+        if any(text.endswith(stop) for stop in segment.stop) or (
+            segment.max_new_tokens is not None and k + 1 - start >= segment.max_new_tokens
+        ):
+            index, start = index + 1, k + 1
+    return tuple(temps)
+
+
 class ScriptedBackend:
     """Deterministic: request ``seed`` (else its position in the batch) seeds each answer."""
 
@@ -67,7 +85,6 @@ class ScriptedBackend:
             completions = []
             for _ in range(request.n):
                 text = self.responder(request, rng)
-                temperature = request.segments[-1].temperature
                 # Tokens are UTF-8 bytes, cut at the budget like a real model's answer; a cut through a character
                 # or a lone surrogate from the responder becomes U+FFFD rather than an exception.
                 token_ids = tuple(text.encode("utf-8", errors="surrogatepass"))[: request.max_new_tokens]
@@ -78,7 +95,7 @@ class ScriptedBackend:
                         text=text,
                         token_ids=token_ids,
                         logprobs=(0.0,) * len(token_ids),
-                        temperatures=(temperature,) * len(token_ids),
+                        temperatures=segment_temperatures(token_ids, request.segments),
                         finish_reason=finish,
                     )
                 )

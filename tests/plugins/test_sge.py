@@ -424,6 +424,22 @@ def test_engine_samples_with_the_plan_and_fills_the_buffers() -> None:
     assert any("plan " in p.split("step by step:")[-1] for p in prompts if "step by step:" in p)
 
 
+def test_samples_carry_t_s_on_exactly_the_strategy_tokens_and_the_drawn_reflection() -> None:
+    plugin = sge.SGE()
+    trials = [attrs.evolve(s, options={"sge": {"p_negative": 1.0, "p_positive": 0.0}}) for s in specs(4)]
+    records, _, _ = play(trials, plugins=["sge"], extra={"sge": plugin}, responder=Recorder())
+    again = [attrs.evolve(s, trial_id=f"again-{s.trial_id}") for s in trials]
+    records, _, _ = play(again, plugins=["sge"], extra={"sge": plugin}, responder=Recorder())
+    samples = [s for r in records for s in trial_samples(r, "L", ["model:scripted"])]
+    assert samples
+    for sample in samples:
+        text = sample.completion_text
+        strategy_bytes = len(text[: text.index("</strategy>") + len("</strategy>")].encode())
+        assert sample.temperatures == (T_S,) * strategy_bytes + (T_A,) * (len(sample.completion_ids) - strategy_bytes)
+        assert sample.meta["plans"]["sge"]["reflection"] in ("negative", "none")
+    assert any(s.meta["plans"]["sge"]["reflection"] == "negative" for s in samples)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Behaviour log-probs at the per-token temperatures (hf backend, toy model)
 # --------------------------------------------------------------------------------------------------------------
