@@ -588,3 +588,88 @@ def test_the_module_and_the_object_are_the_same_plugin() -> None:
     assert empo2.state_dict.__self__ is empo2.plugin and empo2.load_state_dict.__self__ is empo2.plugin
     installed = installed_plugin("empo2")
     assert installed in (empo2, empo2.plugin)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A training run
+# --------------------------------------------------------------------------------------------------------------
+
+RUN_CONFIG = """
+arena: guess_digit
+seed: 4
+iterations: 2
+groups: 2
+group_size: 2
+opponents: []
+learners:
+  - name: solo
+    model: {model}
+    backend: hf
+    plugins: [grpo, empo2]
+    options:
+      empo2: {{p: 1.0, q: 1.0, tip_max_new_tokens: 6, memory_entries: episode}}
+    optim: {{lr: 1.0e-3, micro_batch_tokens: 4096}}
+    loss: {{clip_low: 0.2, clip_high: 0.3, dual_clip: 10.0, low_prob_mask: token, low_prob_threshold: -5.0}}
+trial:
+  episodes: 2
+  invalid_action: {{policy: forfeit, offender_reward: 0.0}}
+  prompt: {{max_new_tokens: 6}}
+eval: {{games: 2}}
+checkpoint: {{every: 1, keep: 1}}
+torch_threads: 1
+"""
+
+
+@pytest.fixture
+def installed_plugin_state() -> Any:
+    """The process-wide ``empo2.plugin`` (what a run enables by name) with a cheap embedder, reset afterwards."""
+    plugin = empo2.plugin
+    saved = plugin._embed
+    plugin._embed = FakeEmbed(default=unit(1.0))
+    yield plugin
+    plugin._embed = saved
+    plugin.load_state_dict({"version": empo2.STATE_VERSION, "memory": [], "novelty": []})
+    plugin._modes.clear()
+
+
+def test_a_training_run_strips_tips_off_policy_and_checkpoints_the_memory(
+    tmp_path: Any, installed_plugin_state: EMPO2
+) -> None:
+    from arena.core import catalog
+    from arena.core.config import load_config
+    from arena.core.train import Run
+    from arena.core.train_config import TrainConfig
+    from tests.core.free_text_env import register_guess_arena
+    from tests.toy_model import build_model, build_tokenizer
+
+    model_dir = tmp_path / "toy"
+    tokenizer = build_tokenizer()
+    build_model(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    register_guess_arena()
+    try:
+        path = tmp_path / "empo2.yaml"
+        path.write_text(RUN_CONFIG.format(model=model_dir))
+        run = Run(load_config(TrainConfig, path), tmp_path / "run", dump_rollouts=True, progress=False)
+        out = run.run()
+    finally:
+        catalog.reset()
+    learner = run.learners[0]
+    rows = [json.loads(line) for line in (out / "rollouts" / "iter_00001.jsonl").read_text().splitlines()]
+    actions = [r for r in rows if r["kind"] == "action"]
+    # The second episode of each trial retrieved the tip written after the first; trained without it.
+    with_tips = [r for r in actions if "<tip>" in r["rollout_context_text"]]
+    assert {r["episode"] for r in with_tips} == {1} and len(with_tips) == 4
+    assert all("<tip>" not in r["context_text"] and MEMORY_SECTION not in r["context_text"] for r in with_tips)
+    assert all(r["context_text"] == r["rollout_context_text"] for r in actions if r["episode"] == 0)
+    assert all(r["reward_terms"]["novelty"] > 0 for r in actions)
+    assert not [r for r in rows if r["kind"] == "reflection:tip"]  # tips are not trained by default
+    # The stripped prompt is the prompt the turn would have had without memory (episode 2 of 2 instead of 1 of 2).
+    first = next(r for r in actions if r["episode"] == 0)["context_text"]
+    assert "This is episode 1 of 2" in first
+    assert {r["context_text"] for r in with_tips} == {first.replace("episode 1 of 2", "episode 2 of 2")}
+    state = json.loads(next(out.glob("checkpoints/*/state.json")).read_text())
+    saved = state["learners"]["solo"]["plugins"]["empo2"]
+    assert saved == json.loads(json.dumps(installed_plugin_state.state_dict()))
+    assert len(saved["memory"]) == 4 and all(len(store["texts"]) >= 1 for store in saved["memory"])
+    assert learner.seat_spec in {store["key"][0] for store in saved["memory"]}
