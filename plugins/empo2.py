@@ -67,7 +67,9 @@ do into a policy that needs no memory at evaluation time.
    in trial order. ``novelty: retrieval`` ([C]): r_int = coef · 1/(k + 1) with k the number of tips retrieved
    into the turn's prompt (coef · 1 when none), and 0 in ``plain`` iterations. ``novelty: off`` adds nothing.
    ``novelty_coef`` = 1.0: the paper adds r_int to the environment reward unscaled; lower it when the arena's
-   rewards are small next to it.
+   rewards are small next to it. The threshold is coarse for texts that share most of their words: on
+   ``text_maze`` (small, seed 3) the 384 distinct observations of 16 random-play episodes form 10 distinct states
+   at 0.9, 30 at 0.95, 69 at 0.97 and 131 at 0.98.
 
 State: the training memory and the novelty states live in the plugin object and are checkpointed through
 ``state_dict``/``load_state_dict`` (JSON: texts and scores as lists, each store's key embeddings as one base64
