@@ -75,9 +75,10 @@ State: the training memory and the novelty states live in the plugin object and 
 ``state_dict``/``load_state_dict`` (JSON: texts and scores as lists, each store's key embeddings as one base64
 string of float32, exact on resume). The entry point is the object ``plugin``, shared by the learners of a
 process (the stores are keyed by seat spec); its hooks and state methods are also bound at module level, so the
-entry points ``arena.plugins.empo2`` and ``arena.plugins.empo2:plugin`` are the same plugin. Every LLM seat of
-the learner's trials takes part, so a model opponent (a snapshot) writes and reads tips in stores of its own seat
-spec.
+entry points ``arena.plugins.empo2`` and ``arena.plugins.empo2:plugin`` are the same plugin. When the trial's
+``meta["learner_seat"]`` names the learner's seat, only that seat writes and reads tips; without it every LLM
+seat of the learner's trials does, so a model opponent (a snapshot) writes and reads tips in stores of its own
+seat spec.
 
 Hooks: ``trial_start``, ``retrieve_memory``, ``reflect``, ``store_memory``, ``trial_end``, ``compute_rewards``,
 ``training_view``. It answers no advantage hook: enable an estimator beside it (``plugins: [grpo, empo2]``).
@@ -209,6 +210,13 @@ def trial_mode(trial: TrialSpec, opts: Mapping[str, Any]) -> str:
         return "memory_on" if opts["eval_memory"] else "plain"
     meta = trial.meta
     return iteration_mode(int(meta.get("run_seed", 0)), int(meta.get("iteration", 0)), opts["p"], opts["q"])
+
+
+def takes_part(trial: TrialSpec, seat: int) -> bool:
+    """Whether ``seat`` writes and reads tips: the learner's seat when ``meta["learner_seat"]`` names it (then a
+    model opponent's prompts stay as they are), else every LLM seat."""
+    learner_seat = trial.meta.get("learner_seat")
+    return learner_seat is None or int(learner_seat) == seat
 
 
 def store_key(trial: TrialSpec, seat: int, agent: str) -> StoreKey:
@@ -468,7 +476,7 @@ class EMPO2:
     @hookimpl
     def retrieve_memory(self, turn: Turn) -> list[MemoryItem] | None:
         opts = settings(turn.trial.options)
-        if trial_mode(turn.trial, opts) == "plain":
+        if trial_mode(turn.trial, opts) == "plain" or not takes_part(turn.trial, turn.seat):
             return None
         trial = turn.trial
         stores = []
@@ -486,7 +494,7 @@ class EMPO2:
     @hookimpl
     def reflect(self, trial: TrialSpec, episode: EpisodeRecord, agent: str, seat: int) -> ReflectionRequest | None:
         opts = settings(trial.options)
-        if not trial.training and not opts["eval_memory"]:
+        if (not trial.training and not opts["eval_memory"]) or not takes_part(trial, seat):
             return None
         turns = own_turns(episode, agent)
         if not turns:  # the seat never answered in this episode: nothing to write a tip about

@@ -252,6 +252,17 @@ def test_step_entries_are_keyed_by_each_turn_and_scored_by_the_return() -> None:
     assert (other.key_texts, other.texts, other.scores) == (["state C"], ["fold the Jack"], [0.5])
 
 
+def test_only_the_learner_seat_takes_part_when_the_spec_names_it() -> None:
+    plugin = EMPO2(FakeEmbed(default=unit(1.0)))
+    write_tip(plugin, spec(options=MEMORY_ON), episode_record(["s"]), "a tip")
+    named = attrs.evolve(spec(options=MEMORY_ON), meta={"iteration": 0, "run_seed": 3, "learner_seat": 1})
+    assert plugin.reflect(trial=named, episode=episode_record(["s"]), agent="player_0", seat=0) is None
+    assert plugin.retrieve_memory(turn=turn(named, "s")) is None
+    mine = attrs.evolve(named, meta={**named.meta, "learner_seat": 0})
+    assert plugin.reflect(trial=mine, episode=episode_record(["s"]), agent="player_0", seat=0) is not None
+    assert plugin.retrieve_memory(turn=turn(mine, "s"))
+
+
 def test_one_store_per_task() -> None:
     plugin = EMPO2(FakeEmbed())
     write_tip(plugin, spec(seed=1), episode_record(["s"]), "a")
