@@ -81,6 +81,7 @@ def trial_specs_for(
                     meta={
                         "learner": learner.name,
                         "opponent": m.opponent or None,
+                        "learner_seat": seats.index(learner.seat_spec),
                         "iteration": iteration,
                         "run_seed": config.seed,
                     },
@@ -284,6 +285,7 @@ class Run:
             learners=[(learner.name, learner.seat_spec) for learner in self.learners],
             opponents=[(o.spec, o.weight) for o in config.opponents],
             seed=config.seed,
+            task_pool=config.task_pool,
         )
         self.iteration = 0
         self.writer: Any = None

@@ -71,6 +71,9 @@ class TrainConfig:
     groups: int = attrs.field(default=16, validator=_positive)
     group_size: int = attrs.field(default=8, validator=_positive)
     learner_seat: Literal["random", "first", "last"] = "random"
+    #: N > 0: every group's seed (its deal, layout or task) is one of N recurring seeds, so per-task memories
+    #: (EMPO² tips, SGE strategy buffers) meet their task again; 0: a fresh seed per group.
+    task_pool: int = attrs.field(default=0, validator=attrs.validators.ge(0))
     trial: TrialConfig = attrs.field(factory=TrialConfig)
     eval: EvalConfig = attrs.field(factory=EvalConfig)
     checkpoint: CheckpointConfig = attrs.field(factory=CheckpointConfig)

@@ -63,9 +63,12 @@ class Population:
         learners: Sequence[tuple[str, str]],
         opponents: Sequence[tuple[str, float]],
         seed: int,
+        task_pool: int = 0,
     ) -> None:
         self.config = config
         self.seed = seed
+        #: Group seeds drawn from this many recurring tasks (0: a fresh seed per group); see ``default_matchups``.
+        self.task_pool = task_pool
         self.learners: dict[str, str] = {}
         for name, spec in learners:
             if name in self.learners:
@@ -105,7 +108,9 @@ class Population:
 
     def matchups(self, iteration: int, groups: int, learner_seat: LearnerSeat) -> list[Matchup]:
         """``groups`` matchups for every learner (learners in config order); see ``default_matchups``."""
-        return default_matchups(self.pool, list(self.learners), iteration, groups, learner_seat, self.seed, self.pfsp)
+        return default_matchups(
+            self.pool, list(self.learners), iteration, groups, learner_seat, self.seed, self.pfsp, self.task_pool
+        )
 
     def learner_seat_index(self, trial: TrialRecord, learner: str) -> int:
         """The learner's seat: ``meta["learner_seat"]`` when set, else the one seat holding its live spec."""

@@ -48,6 +48,7 @@ def default_matchups(
     learner_seat: LearnerSeat,
     seed: int,
     pfsp: PFSPConfig,
+    task_pool: int = 0,
 ) -> list[Matchup]:
     """``groups`` matchups per learner, learners in the given order.
 
@@ -56,7 +57,9 @@ def default_matchups(
 
     Per learner one generator, ``default_rng(derive_seed(seed, "matchups", iteration, learner))``, draws for each
     group the opponent (``pool.sample``) and then, with ``learner_seat: random``, the seat (first on an even
-    ``integers(2)``). The group seed is ``derive_seed(seed, "group", iteration, learner, g) % 2**31``.
+    ``integers(2)``). The group seed is ``derive_seed(seed, "group", iteration, learner, g) % 2**31``, or with
+    ``task_pool`` N that value modulo N: the groups then draw from N recurring tasks, which methods that learn
+    across episodes of the same task need (EMPO²'s per-task tip memory, SGE's per-task strategy buffers).
     """
     if learner_seat not in ("random", "first", "last"):
         raise ArenaError(f"learner_seat must be random, first or last, got {learner_seat!r}")
@@ -71,7 +74,7 @@ def default_matchups(
                         group_id=group_id(iteration, learner, g),
                         opponent="",
                         opponent_spec="",
-                        seed=int(derive_seed(seed, "group", iteration, learner, g) % (2**31)),
+                        seed=int(derive_seed(seed, "group", iteration, learner, g) % (2**31) % (task_pool or 2**31)),
                         learner_first=True,
                     )
                 )
@@ -85,7 +88,7 @@ def default_matchups(
                     group_id=group_id(iteration, learner, g),
                     opponent=member.name,
                     opponent_spec=member.spec,
-                    seed=int(derive_seed(seed, "group", iteration, learner, g) % (2**31)),
+                    seed=int(derive_seed(seed, "group", iteration, learner, g) % (2**31) % (task_pool or 2**31)),
                     learner_first=first,
                 )
             )

@@ -55,3 +55,19 @@ def test_opponents_follow_the_weights():
     names = [m.opponent for m in make(groups=3000)]
     for name, p in (("conservative", 0.3), ("aggressive", 0.3), ("mcts:100", 0.4)):
         assert names.count(name) / len(names) == pytest.approx(p, abs=0.03)
+
+
+def test_task_pool_makes_group_seeds_recur():
+    fresh = [m.seed for it in range(20) for m in make(iteration=it, groups=8)]
+    pooled = [
+        m.seed for it in range(20) for m in default_matchups(POOL, ["a"], it, 8, "random", 0, PFSPConfig(), task_pool=5)
+    ]
+    assert len(set(fresh)) == len(fresh)  # 160 distinct deals
+    assert set(pooled) == set(range(5))  # every one of the 5 tasks comes back
+    unpooled = [m.seed for it in range(20) for m in default_matchups(POOL, ["a"], it, 8, "random", 0, PFSPConfig())]
+    assert pooled == [s % 5 for s in unpooled]  # the documented derivation
+
+
+def test_empty_pool_means_a_single_agent_arena():
+    (m,) = default_matchups(OpponentPool(), ["a"], 3, 1, "random", 0, PFSPConfig(), task_pool=7)
+    assert (m.opponent, m.opponent_spec, m.learner_first) == ("", "", True) and 0 <= m.seed < 7
