@@ -45,6 +45,13 @@ def make_text_maze(**kwargs: Any) -> Any:
     return TextMazeEnv(**kwargs)
 
 
+def make_coding(**kwargs: Any) -> Any:
+    """Create the coding arena (``split``, ``tiers``, ``max_attempts``, ``timeout_s``, ``memory_mb``); lazy import."""
+    from arena.arenas.coding import CodingEnv
+
+    return CodingEnv(**kwargs)
+
+
 @hookimpl
 def register_arenas(register: Callable[..., None]) -> None:
     for game, description in OPENSPIEL_GAMES.items():
@@ -60,4 +67,10 @@ def register_arenas(register: Callable[..., None]) -> None:
         make_text_maze,
         description="Single-agent text maze: keys, locked doors, containers and a note that names the treasure chest.",
         source="arena:text_maze",
+    )
+    register(
+        "coding",
+        make_coding,
+        description="Single-agent coding: write a Python function to a spec; hidden unit tests (sandboxed) score it.",
+        source="arena:coding",
     )

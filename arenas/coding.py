@@ -1,0 +1,568 @@
+"""The ``coding`` arena: write a Python function to a spec; hidden unit tests decide the reward.
+
+One agent (``player_0``) per episode gets one task of ``arena.arenas.coding_tasks`` and answers with code (the
+action is a ``str``). The code runs once per attempt in the sandbox (``arena.arenas.sandbox``) under a harness that
+calls the function on every hidden test's arguments, each with its own time limit and ``try``/``except``, and
+prints the results as JSON lines. Expected values never enter the sandbox: the harness reports what the function
+returned (as ``repr`` of plain Python values) and this process compares, so code cannot read the answers.
+
+Reward: the fraction of hidden tests passed by the last attempt, given when the episode ends (after a full pass
+or after ``max_attempts`` attempts; earlier attempts get 0 and their feedback goes into the next observation).
+``arena_outcome`` is ``"win"`` only when every test passed.
+
+``reset(seed=s)`` picks ``tasks[s % len(tasks)]`` of the chosen split and tiers (in ``coding_tasks`` order), so a
+trial's seed is its task; ``options={"task_id": ...}`` picks a task by id; with no seed a fixed-seed RNG picks.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import random
+import re
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import attrs
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+
+from arena.arenas.base import Move, ParseResult, SeatView
+from arena.arenas.coding_tasks import CodingTask, TestCase, tasks_for
+from arena.arenas.sandbox import SandboxResult, run_python
+
+__all__ = [
+    "CheckResult",
+    "CodingAdapter",
+    "CodingEnv",
+    "TestOutcome",
+    "check_solution",
+    "check_solutions",
+    "extract_code",
+]
+
+MAX_CODE_CHARS = 4000
+FEEDBACK_CHARS = 1500
+MAX_FAILURES_SHOWN = 3
+RESULT_PREFIX = "@@result "
+_REPR_LIMIT = 2000
+
+# Runs inside the sandbox. stdin: {"units": [{"code", "name", "args": [repr of the args tuple], "per_test_s"}]}.
+# stdout: one "@@result {json}" line per test ({"unit", "test", "got"} or {"unit", "test", "error", "traceback"}),
+# or one per unit whose code does not load ({"unit", "load_error", "traceback"}).
+HARNESS = r"""
+import ast, io, json, linecache, signal, sys, traceback
+
+_out = sys.stdout
+_LIMIT = %(limit)d
+
+
+class TestTimeout(BaseException):
+    pass
+
+
+def _alarm(signum, frame):
+    raise TestTimeout()
+
+
+signal.signal(signal.SIGALRM, _alarm)
+
+
+def _timer(seconds):
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+class _Sink(io.TextIOBase):
+    '''Swallows what the solution prints (kept out of the result stream; bounded so printing cannot hog memory).'''
+
+    def writable(self):
+        return True
+
+    def write(self, s):
+        return len(s)
+
+
+def emit(record):
+    _out.write("@@result " + json.dumps(record) + "\n")
+    _out.flush()
+
+
+def plain(v, depth=0):
+    '''Subclasses (Counter, defaultdict, namedtuple, bool-like ints) become the plain types their repr needs.'''
+    if depth > 60 or v is None or type(v) is bool:
+        return v
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float):
+        return float(v)
+    if isinstance(v, str):
+        return str(v)
+    if isinstance(v, dict):
+        return {plain(k, depth + 1): plain(x, depth + 1) for k, x in v.items()}
+    if isinstance(v, list):
+        return [plain(x, depth + 1) for x in v]
+    if isinstance(v, tuple):
+        return tuple(plain(x, depth + 1) for x in v)
+    if isinstance(v, (set, frozenset)):
+        return {plain(x, depth + 1) for x in v}
+    return v
+
+
+def describe(exc, per_test):
+    if isinstance(exc, TestTimeout):
+        return f"timed out after {per_test:.2g} s"
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text[:300]
+
+
+def trace(exc):
+    if isinstance(exc, TestTimeout):
+        return None
+    try:
+        te = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)
+        frames = [f for f in te.stack if f.filename == "solution.py"]
+        te.stack = traceback.StackSummary.from_list(frames[-4:])
+        return "".join(te.format(chain=False))[-1200:]
+    except BaseException:
+        return None
+
+
+data = json.loads(sys.stdin.read())
+for u, unit in enumerate(data["units"]):
+    code, name, per_test = unit["code"], unit["name"], float(unit["per_test_s"])
+    linecache.cache["solution.py"] = (len(code), None, code.splitlines(True), "solution.py")
+    namespace = {"__name__": "solution"}
+    try:
+        try:
+            sys.stdout = _Sink()
+            _timer(per_test)
+            exec(compile(code, "solution.py", "exec"), namespace)
+        finally:
+            _timer(0)
+            sys.stdout = _out
+        function = namespace.get(name)
+        if not callable(function):
+            emit({"unit": u, "load_error": f"no function named {name} is defined", "traceback": None})
+            continue
+    except BaseException as exc:
+        emit({"unit": u, "load_error": describe(exc, per_test), "traceback": trace(exc)})
+        continue
+    for t, args_text in enumerate(unit["args"]):
+        args = ast.literal_eval(args_text)
+        try:
+            try:
+                sys.stdout = _Sink()
+                _timer(per_test)
+                got = repr(plain(function(*args)))[:_LIMIT]
+            finally:
+                _timer(0)
+                sys.stdout = _out
+            emit({"unit": u, "test": t, "got": got})
+        except BaseException as exc:
+            emit({"unit": u, "test": t, "error": describe(exc, per_test), "traceback": trace(exc)})
+""".replace("%(limit)d", str(_REPR_LIMIT))
+
+
+@attrs.frozen
+class TestOutcome:
+    """One hidden test after a run: ``got`` is the returned value's repr, ``error`` the exception (or why it did
+    not run)."""
+
+    __test__ = False
+
+    index: int
+    passed: bool
+    call: str
+    expected: str
+    got: str | None = None
+    error: str | None = None
+    traceback: str | None = None
+
+
+@attrs.frozen
+class CheckResult:
+    """The verdict on one piece of code for one task."""
+
+    task_id: str
+    name: str
+    outcomes: tuple[TestOutcome, ...]
+    load_error: str | None = None
+    load_traceback: str | None = None
+    stopped: str | None = None  # the sandbox's killed_reason when the run ended before every test reported
+    sandbox: SandboxResult | None = attrs.field(default=None, repr=False)
+
+    @property
+    def total(self) -> int:
+        return len(self.outcomes)
+
+    @property
+    def passed(self) -> tuple[int, ...]:
+        return tuple(o.index for o in self.outcomes if o.passed)
+
+    @property
+    def score(self) -> float:
+        return len(self.passed) / self.total if self.total else 0.0
+
+    @property
+    def all_passed(self) -> bool:
+        return bool(self.outcomes) and len(self.passed) == self.total
+
+    def feedback(self, limit: int = FEEDBACK_CHARS) -> str:
+        """What the environment tells the model: the count, the failing tests, the last traceback."""
+        if self.all_passed:
+            return f"All {self.total} hidden tests passed."
+        lines = [f"Passed {len(self.passed)} of {self.total} tests."]
+        last_trace = self.load_traceback
+        if self.load_error is not None:
+            lines.append(f"Your code could not be used: {self.load_error}.")
+        else:
+            failing = [o for o in self.outcomes if not o.passed]
+            if self.stopped is not None:
+                lines.append(f"The run was stopped ({_STOPPED.get(self.stopped, self.stopped)}).")
+            lines.append("Failing tests:")
+            previous = None
+            for o in failing[:MAX_FAILURES_SHOWN]:
+                verdict = f"got {o.got}" if o.error is None else "the same error" if o.error == previous else o.error
+                previous = o.error
+                lines.append(f"- {o.call}: expected {o.expected}, {verdict}")
+            if len(failing) > MAX_FAILURES_SHOWN:
+                lines.append(f"- ... and {len(failing) - MAX_FAILURES_SHOWN} more")
+            last_trace = next((o.traceback for o in reversed(failing) if o.traceback), None)
+        if last_trace:
+            lines.append("Last traceback:\n" + last_trace.rstrip())
+        text = "\n".join(lines)
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_STOPPED = {
+    "timeout": "time limit",
+    "cpu": "CPU limit",
+    "memory": "memory limit",
+    "blocked": "a forbidden operation",
+}
+
+
+def _shorten(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def same_value(got: Any, expected: Any) -> bool:
+    """Equal and of the same types all the way down (True is not 1, a tuple is not a list); floats approximately."""
+    if type(got) is not type(expected):
+        return False
+    if isinstance(expected, float):
+        return math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-9)
+    if isinstance(expected, (list, tuple)):
+        return len(got) == len(expected) and all(same_value(g, e) for g, e in zip(got, expected, strict=True))
+    if isinstance(expected, dict):
+        return got.keys() == expected.keys() and all(same_value(got[k], expected[k]) for k in expected)
+    return bool(got == expected)
+
+
+def _judge(task: CodingTask, index: int, case: TestCase, record: Mapping[str, Any] | None, missing: str) -> TestOutcome:
+    call, expected = _shorten(case.call(task.name)), _shorten(repr(case.expected))
+    if record is None:
+        return TestOutcome(index, False, call, expected, error=missing)
+    if "error" in record:
+        return TestOutcome(index, False, call, expected, error=str(record["error"]), traceback=record.get("traceback"))
+    got_text = str(record.get("got", ""))
+    try:
+        got = ast.literal_eval(got_text)
+        passed = same_value(got, case.expected)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        passed = False
+    return TestOutcome(index, passed, call, expected, got=_shorten(got_text))
+
+
+def check_solutions(
+    items: Sequence[tuple[CodingTask, str]],
+    *,
+    timeout_s: float | None = None,
+    per_test_s: float | None = None,
+    memory_mb: int = 512,
+) -> list[CheckResult]:
+    """Run every ``(task, code)`` pair's hidden tests in ONE sandbox run and judge them.
+
+    ``per_test_s`` (default: 80 % of ``timeout_s`` shared by all tests, at least 0.2 s) bounds each call and the
+    code's loading; ``timeout_s`` (default 5 s, or enough for every test's limit) bounds the whole run.
+    """
+    n_tests = sum(len(task.tests) for task, _ in items) or 1
+    if timeout_s is None:
+        timeout_s = 5.0 if per_test_s is None else 2.0 + per_test_s * (n_tests + len(items))
+    if per_test_s is None:
+        per_test_s = max(0.2, 0.8 * timeout_s / (n_tests + len(items)))
+    units = [
+        {"code": code, "name": task.name, "args": [repr(c.args) for c in task.tests], "per_test_s": per_test_s}
+        for task, code in items
+    ]
+    result = run_python(
+        HARNESS,
+        stdin=json.dumps({"units": units}),
+        timeout_s=timeout_s,
+        cpu_s=math.ceil(timeout_s) + 1,
+        memory_mb=memory_mb,
+    )
+    records: dict[tuple[int, int | None], dict[str, Any]] = {}
+    for line in result.stdout.splitlines():
+        if not line.startswith(RESULT_PREFIX):
+            continue
+        try:
+            record = json.loads(line[len(RESULT_PREFIX) :])
+            key = (int(record["unit"]), None if "load_error" in record else int(record["test"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+        records.setdefault(key, record)  # the harness's line comes first; later copies are ignored
+    checks = []
+    for u, (task, _) in enumerate(items):
+        load = records.get((u, None))
+        stopped = None
+        if load is None and any((u, t) not in records for t in range(len(task.tests))):
+            stopped = result.killed_reason or "exit"
+        missing = f"did not run: the run stopped ({_STOPPED.get(stopped or '', stopped)})"
+        if result.stderr.strip() and stopped == "exit":
+            missing = f"did not run: the harness failed ({_shorten(result.stderr.strip().splitlines()[-1])})"
+        unfinished = next((t for t in range(len(task.tests)) if (u, t) not in records), None)
+        outcomes = tuple(
+            _judge(
+                task,
+                t,
+                case,
+                None if load is not None else records.get((u, t)),
+                missing.replace("did not run", "did not finish") if t == unfinished else missing,
+            )
+            for t, case in enumerate(task.tests)
+        )
+        if load is not None:
+            outcomes = tuple(attrs.evolve(o, error=str(load["load_error"])) for o in outcomes)
+        checks.append(
+            CheckResult(
+                task_id=task.task_id,
+                name=task.name,
+                outcomes=outcomes,
+                load_error=None if load is None else str(load["load_error"]),
+                load_traceback=None if load is None else load.get("traceback"),
+                stopped=stopped,
+                sandbox=result,
+            )
+        )
+    return checks
+
+
+def check_solution(task: CodingTask, code: str, *, timeout_s: float = 5.0, memory_mb: int = 512) -> CheckResult:
+    """Judge one piece of code against one task's hidden tests (one sandbox run)."""
+    return check_solutions([(task, code)], timeout_s=timeout_s, memory_mb=memory_mb)[0]
+
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]", re.MULTILINE)
+_IMPORT = re.compile(r"^(?:import[ \t]+[\w.]+|from[ \t]+[\w.]+[ \t]+import[ \t]).*$")
+
+
+def extract_code(answer: str) -> str:
+    """The code in a model's answer: the last ```python block, else the last ``` block, else everything from the
+    first ``def`` (or ``import`` before it), else the answer itself (so the tests fail and the feedback says why)."""
+    if not isinstance(answer, str):
+        return ""
+    blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(answer)]
+    python = [body for lang, body in blocks if lang in ("python", "py", "python3")]
+    if python:
+        return python[-1].strip("\n")
+    if blocks:
+        return blocks[-1][1].strip("\n")
+    match = _DEF.search(answer)
+    if match is None:
+        return answer.strip()
+    # Keep the import lines right above the first def (blank lines between them allowed).
+    head = answer[: match.start()].split("\n")[:-1]
+    start = len(head)
+    for i in range(len(head) - 1, -1, -1):
+        if _IMPORT.match(head[i]):
+            start = i
+        elif head[i].strip():
+            break
+    return "\n".join([*head[start:], answer[match.start() :]]).strip()
+
+
+class CodingEnv(AECEnv[str, np.ndarray, str]):
+    """Single-agent coding tasks (see the module docstring). The observation is ``[task index, attempts left]``;
+    the text the model reads comes from the adapter (``env.unwrapped.arena_text_adapter``)."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": [], "name": "arena_coding_v0", "is_parallelizable": False}
+
+    def __init__(
+        self,
+        split: str = "train",
+        tiers: Iterable[int] | None = None,
+        max_attempts: int = 1,
+        timeout_s: float = 5.0,
+        memory_mb: int = 512,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+        self.split = split
+        self.tiers = None if tiers is None else tuple(int(t) for t in ([tiers] if isinstance(tiers, int) else tiers))
+        self.tasks = tasks_for(split, self.tiers)
+        if not self.tasks:
+            raise ValueError(f"no coding tasks in split {split!r} with tiers {self.tiers}")
+        self.max_attempts = int(max_attempts)
+        self.timeout_s = float(timeout_s)
+        self.memory_mb = int(memory_mb)
+        self.possible_agents = ["player_0"]
+        self.agents: list[str] = []
+        self.render_mode = None
+        self.task_index = 0
+        self.task: CodingTask = self.tasks[0]
+        self.results: list[CheckResult] = []
+        self.submissions: list[str] = []
+        self._rng = random.Random(0)
+        high = np.array([len(self.tasks) - 1, self.max_attempts], dtype=np.int64)
+        self._observation_space = spaces.Box(low=0, high=high, shape=(2,), dtype=np.int64)
+        self._action_space = spaces.Text(max_length=MAX_CODE_CHARS, min_length=0, charset=string.printable)
+        self.arena_text_adapter = CodingAdapter()
+        self.rewards: dict[str, float] = {}
+        self._cumulative_rewards: dict[str, float] = {}
+        self.terminations: dict[str, bool] = {}
+        self.truncations: dict[str, bool] = {}
+        self.infos: dict[str, dict[str, Any]] = {}
+        self.agent_selection = "player_0"
+
+    def observation_space(self, agent: str) -> spaces.Box:
+        return self._observation_space
+
+    def action_space(self, agent: str) -> spaces.Text:
+        return self._action_space
+
+    @property
+    def attempts_left(self) -> int:
+        return self.max_attempts - len(self.results)
+
+    def observe(self, agent: str) -> np.ndarray:
+        return np.array([self.task_index, self.attempts_left], dtype=np.int64)
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        if options and options.get("task_id") is not None:
+            ids = [t.task_id for t in self.tasks]
+            if options["task_id"] not in ids:
+                raise ValueError(f"task {options['task_id']!r} is not in split {self.split!r} with tiers {self.tiers}")
+            self.task_index = ids.index(options["task_id"])
+        elif seed is not None:
+            self.task_index = int(seed) % len(self.tasks)
+        else:
+            self.task_index = self._rng.randrange(len(self.tasks))
+        self.task = self.tasks[self.task_index]
+        self.results = []
+        self.submissions = []
+        self.agents = list(self.possible_agents)
+        self.agent_selection = "player_0"
+        self.rewards = {"player_0": 0.0}
+        self._cumulative_rewards = {"player_0": 0.0}
+        self.terminations = {"player_0": False}
+        self.truncations = {"player_0": False}
+        self.infos = {"player_0": {"task_id": self.task.task_id, "tier": self.task.tier}}
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        code = action if isinstance(action, str) else "" if action is None else str(action)
+        result = check_solution(self.task, code, timeout_s=self.timeout_s, memory_mb=self.memory_mb)
+        self.submissions.append(code)
+        self.results.append(result)
+        done = result.all_passed or self.attempts_left <= 0
+        self._cumulative_rewards[agent] = 0.0
+        self.rewards = {agent: result.score if done else 0.0}
+        self.terminations = {agent: done}
+        self.infos = {
+            agent: {
+                "task_id": self.task.task_id,
+                "tier": self.task.tier,
+                "attempt": len(self.results),
+                "score": result.score,
+                "passed": list(result.passed),
+            }
+        }
+        self._accumulate_rewards()
+
+    def arena_outcome(self, returns: Mapping[str, float], agent: str) -> str:
+        """A win only when the last attempt passed every hidden test (a return of 1.0)."""
+        return "win" if self.results and self.results[-1].all_passed else "loss"
+
+    def render(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def _env(view: SeatView) -> CodingEnv:
+    env = getattr(view.env, "unwrapped", view.env)
+    if not isinstance(env, CodingEnv):
+        raise TypeError(f"the coding adapter needs a CodingEnv, got {type(env).__name__}")
+    return env
+
+
+class CodingAdapter:
+    """Text for the coding arena: the task as the observation, code answers, test feedback as the summary."""
+
+    def rules(self, view: SeatView) -> str:
+        env = _env(view)
+        tries = "one attempt" if env.max_attempts == 1 else f"up to {env.max_attempts} attempts"
+        return (
+            "Write a Python function that meets the specification. Hidden unit tests call it; your score is the "
+            f"fraction of tests passed. You have {tries}. Use only the standard library; do not read input or files."
+        )
+
+    def observation(self, view: SeatView) -> str:
+        env = _env(view)
+        text = env.task.prompt()
+        if env.results:
+            text += (
+                f"\n\nYour attempt {len(env.results)} of {env.max_attempts}: {env.results[-1].feedback()}"
+                f"\nFix the function. Attempts left: {env.attempts_left}."
+            )
+        return text
+
+    def legal_moves(self, view: SeatView) -> list[Move]:
+        return []
+
+    def action_name(self, view: SeatView, action: Any) -> str:
+        if isinstance(action, str):
+            lines = action.count("\n") + 1 if action.strip() else 0
+            return f"code ({lines} line{'s' if lines != 1 else ''})"
+        return f"action {action!r}"
+
+    def episode_summary(self, view: SeatView) -> str:
+        env = _env(view)
+        if not env.results:
+            return "No code was submitted."
+        return env.results[-1].feedback()
+
+    def answer_format(self, view: SeatView) -> str:
+        return "Write the complete function in one ```python code block."
+
+    def parse_answer(self, view: SeatView, answer: str) -> ParseResult:
+        """Always an action: code that cannot run fails the tests, and the feedback says why."""
+        try:
+            code = extract_code(answer)
+        except Exception:  # defensive: a parser bug must not crash a rollout
+            code = answer if isinstance(answer, str) else ""
+        return ParseResult(action=code, move=self.action_name(view, code))
+
+    def episode_details(self, view: SeatView) -> dict[str, Any]:
+        env = _env(view)
+        result = env.results[-1] if env.results else None
+        passed = list(result.passed) if result else []
+        return {
+            "task_id": env.task.task_id,
+            "tier": env.task.tier,
+            "family": env.task.family,
+            "passed": passed,
+            "total": len(env.task.tests),
+            "score": result.score if result else 0.0,
+            "attempts": len(env.results),
+            "outcome_key": ",".join(str(i) for i in passed),
+        }
