@@ -10,9 +10,10 @@ Layers, outermost first (each one is checked by ``tests/arenas/test_sandbox.py``
   ``CAP_DAC_READ_SEARCH`` (to read the interpreter under a private home). Root is exempt from ``RLIMIT_NPROC``, so
   this is what makes the process limit bite; as ``nobody`` it also cannot write to files it does not own.
   ``SandboxResult.privileges`` says ``"nobody"`` or ``"unchanged"``.
-* **Resource limits** (``setrlimit`` before ``exec``): CPU seconds (``SIGXCPU`` at ``cpu_s``, ``SIGKILL`` one second
-  later), address space (``memory_mb``: allocations beyond it raise ``MemoryError``), processes and threads of the
-  user (``max_procs``: a fork bomb gets ``EAGAIN``), file size, open files, no core dumps.
+* **Resource limits** (``setrlimit`` in the child before any user code; the hook forbids raising them): CPU
+  seconds (``SIGXCPU`` at ``cpu_s``, ``SIGKILL`` one second later), address space (``memory_mb``: allocations
+  beyond it raise ``MemoryError``), processes and threads of the user (``max_procs``: a fork bomb gets ``EAGAIN``),
+  file size, open files, no core dumps. No ``preexec_fn``: forking a threaded parent into Python code is unsafe.
 * **Wall clock.** The child leads a new session; at ``timeout_s`` the whole process group is killed, and it is
   killed again after the child exits, so no forked straggler survives the call.
 * **Private directory.** A fresh temp dir is the cwd, ``HOME`` and ``TMPDIR``; it is deleted afterwards. The
@@ -39,8 +40,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -71,10 +72,17 @@ _SETPRIV = (
 _PROBE = "import json, os, socket\nprint(os.getuid())\n"
 
 # The program the child runs before the user's code: it installs the audit hook and runs ``main.py`` as
-# ``__main__``. argv: [-c, tmpdir, report fd, guard flag]. It must not import subprocess or ctypes itself.
+# ``__main__``. argv: [-c, tmpdir, report fd, guard flag, limits as JSON]. It sets the resource limits itself
+# (no ``preexec_fn``, which is unsafe in a threaded parent) and must not import subprocess or ctypes.
 _BOOTSTRAP = r"""
-import builtins, os, sys, sysconfig, traceback, linecache, threading
+import builtins, json, os, resource, sys, sysconfig, traceback, linecache, threading
 
+for _name, _soft, _hard in json.loads(sys.argv[4]):
+    _which = getattr(resource, _name)
+    _old = resource.getrlimit(_which)[1]
+    if _old != resource.RLIM_INFINITY:
+        _hard = min(_hard, _old)
+    resource.setrlimit(_which, (min(_soft, _hard), _hard))
 _tmp = os.path.realpath(sys.argv[1])
 _fd = int(sys.argv[2])
 _guard = sys.argv[3] == "1"
@@ -111,7 +119,7 @@ if _guard:
     _BLOCKED = {
         "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "os.kill", "os.killpg",
         "subprocess.Popen", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "ctypes.call_function",
-        "sys.remote_exec", "os.setuid", "os.setgid",
+        "sys.remote_exec", "os.setuid", "os.setgid", "resource.setrlimit", "resource.prlimit",
     }
     _BLOCKED_IMPORTS = {"ctypes", "_ctypes", "_posixsubprocess", "_xxsubinterpreters", "_testcapi"}
     _MUTATE = {
@@ -264,16 +272,19 @@ def launch_mode() -> LaunchMode:
     return LaunchMode((), "audit-hook", "unchanged")
 
 
-def _limits(cpu_s: int, memory_mb: int | None, max_procs: int, file_mb: int, max_files: int) -> None:
-    """Runs in the child between fork and exec (``preexec_fn``): only async-signal-safe-ish work here."""
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+def _limits(cpu_s: int, memory_mb: int | None, max_procs: int, file_mb: int, max_files: int) -> str:
+    """The resource limits as ``[[RLIMIT_NAME, soft, hard], ...]`` JSON for the bootstrap to apply."""
+    mb = 1024 * 1024
+    limits = [
+        ["RLIMIT_CPU", cpu_s, cpu_s + 1],
+        ["RLIMIT_NPROC", max_procs, max_procs],
+        ["RLIMIT_FSIZE", file_mb * mb, file_mb * mb],
+        ["RLIMIT_NOFILE", max_files, max_files],
+        ["RLIMIT_CORE", 0, 0],
+    ]
     if memory_mb is not None:
-        limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_NPROC, (max_procs, max_procs))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (file_mb * 1024 * 1024, file_mb * 1024 * 1024))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        limits.append(["RLIMIT_AS", memory_mb * mb, memory_mb * mb])
+    return json.dumps(limits)
 
 
 class _Drain(threading.Thread):
@@ -352,7 +363,12 @@ def run_python(
             os.chown(workdir, NOBODY, NOBODY)
         os.chmod(workdir, 0o700)
         argv = [*mode.prefix, sys.executable, "-I", "-S", "-B", "-X", "utf8", "-c", _BOOTSTRAP]
-        argv += [workdir, str(report_w), "1" if guard else "0"]
+        argv += [
+            workdir,
+            str(report_w),
+            "1" if guard else "0",
+            _limits(cpu_s, memory_mb, max_procs, file_mb, max_files),
+        ]
         env = {"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
         proc = subprocess.Popen(
             argv,
@@ -363,7 +379,6 @@ def run_python(
             env=env,
             pass_fds=(report_w,),
             start_new_session=True,
-            preexec_fn=functools.partial(_limits, cpu_s, memory_mb, max_procs, file_mb, max_files),
         )
         os.close(report_w)
         report_w = -1

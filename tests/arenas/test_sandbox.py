@@ -186,6 +186,7 @@ def test_reading_project_files_is_blocked() -> None:
         "import subprocess\nsubprocess.run(['true'])",
         "import ctypes",
         "import os\nos.execv('/bin/true', ['true'])",
+        "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (100, 100))",
     ],
 )
 def test_processes_and_ctypes_are_blocked(code: str) -> None:
