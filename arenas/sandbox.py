@@ -404,6 +404,8 @@ def run_python(
         _reap_group(proc.pid)  # forked stragglers die with their leader
         for drain in drains:
             drain.join(timeout=2.0)
+            if not drain.is_alive():
+                drain.stream.close()
         os.set_blocking(report_r, False)
         reports = b""
         with contextlib.suppress(BlockingIOError, OSError):
