@@ -47,8 +47,9 @@ Demonstration kinds and their exact prompts and answers:
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -64,7 +65,7 @@ from arena.core.prompts import ANSWER_FORMAT
 from arena.core.records import TrialSpec
 from arena.core.seats import BackendPool
 from arena.core.seeding import derive_seed
-from arena.core.settings import TrialConfig
+from arena.core.settings import PromptConfig, TrialConfig
 
 DemoKind = Literal["action", "action_crop", "reflection", "strategy", "tip", "tip_action"]
 
@@ -76,7 +77,11 @@ ARENAS: tuple[str, ...] = (
     "connect_four",
     "liars_dice",
     "rock_paper_scissors",
+    "text_maze",
 )
+
+#: Single-agent arenas: the scripted model plays alone (no opponents, no seats to swap).
+SOLO_ARENAS: frozenset[str] = frozenset({"text_maze", "coding"})
 
 #: Opponent arguments that keep collection fast; the opponents' play only has to be varied, not strong.
 OPPONENT_ARGS: dict[str, str] = {"mcts": "20", "cfr": "50", "cfr-argmax": "50"}
@@ -93,13 +98,27 @@ STRATEGY_INSTRUCTIONS: tuple[str, ...] = (
     "Write a short strategy inside <strategy>…</strategy> first, then your move as <action>MOVE</action>.",
 )
 
+#: The same requests for free-text arenas (coding), as the sge plugin words them there.
+CODE_STRATEGY_INSTRUCTIONS: tuple[str, ...] = (
+    "First write a short strategy inside <strategy>...</strategy>, then your code.",
+    "Before you write the function, write a short plan inside <strategy>...</strategy>; then your code.",
+)
+
+#: The coding arena's closing instruction (``answer_format`` of its adapter): plugin instructions go before it.
+CODE_ANSWER_FORMAT = "Write the complete function in one ```python code block."
+
 TIP_INSTRUCTIONS: tuple[str, ...] = (
     "Write one short tip for your next episode, one line inside <tip>...</tip>.",
     "Write a tip for your future self inside <tip>...</tip>: one line about what to do next time.",
     "Summarise the lesson of this episode as a one-line tip inside <tip>...</tip>.",
 )
 
-TIP_SECTIONS: tuple[str, ...] = ("Tips from your memory:", "Tips from earlier episodes:")
+TIP_SECTIONS: tuple[str, ...] = (
+    "Tips from your memory:",
+    "Tips from earlier episodes:",
+    # EMPO²'s header (arena.plugins.empo2.MEMORY_SECTION; the paper's words).
+    "Here are some memories you collected in your previous exploration:",
+)
 
 PLANS: dict[str, tuple[str, ...]] = {
     "kuhn_poker": (
@@ -136,6 +155,20 @@ PLANS: dict[str, tuple[str, ...]] = {
         "bid 1 of my face first and see what the opponent does",
         "call liar when the bid is above what my die supports",
         "bluff a higher face now and then",
+    ),
+    "text_maze": (
+        "read every note before I open a chest, and open only the chest the note names",
+        "search each drawer, cupboard and crate for keys before I leave a room",
+        "visit every unexplored exit and come back to locked doors once I hold their key",
+        "take each key I find and unlock the door of its colour",
+        "keep track of the rooms I have seen and explore the new ones first",
+    ),
+    "coding": (
+        "read the examples first and handle the empty input before the loop",
+        "write the simplest loop that follows the description word by word",
+        "check the edge cases the examples show and return early for them",
+        "build the result step by step and return it at the end",
+        "use a comprehension over the input and keep the function short",
     ),
     "rock_paper_scissors": (
         "look for a pattern in the opponent's moves and play what beats it",
@@ -199,6 +232,8 @@ def collect_prompts(arena: str, seed: int, trials: int) -> list[Captured]:
 
     def responder(request: GenerationRequest, rng: np.random.Generator) -> str:
         captured.append(Captured(arena=arena, purpose=request.purpose, messages=request.messages))
+        if request.purpose == "action" and arena == "coding":
+            return coding_answers(coding_reference(request.messages[-1].content), "action", rng)[0]
         if request.purpose == "action":
             moves = legal_moves_in_prompt(request)
             return action_answer(moves[int(rng.integers(len(moves)))]) if moves else "<action>0</action>"
@@ -208,8 +243,20 @@ def collect_prompts(arena: str, seed: int, trials: int) -> list[Captured]:
     pool = BackendPool()
     pool.add("scripted", "scripted", backend)
     specs = []
-    opponents = opponent_seats(arena)
-    trials_per_seating = max(1, -(-trials // (2 * len(opponents))))
+    if arena in SOLO_ARENAS:
+        specs = [
+            TrialSpec(
+                trial_id=f"demo-{arena}-solo-{i}",
+                arena_id=arena,
+                seats=(MODEL_SEAT,),
+                seed=derive_seed(seed, arena, "solo", i) % (2**31),
+                episodes=1 + i % 3,
+                training=False,
+            )
+            for i in range(trials)
+        ]
+    opponents = [] if arena in SOLO_ARENAS else opponent_seats(arena)
+    trials_per_seating = max(1, -(-trials // (2 * max(1, len(opponents)))))
     for opponent in opponents:
         for model_seat in (0, 1):
             seats = (MODEL_SEAT, opponent) if model_seat == 0 else (opponent, MODEL_SEAT)
@@ -224,7 +271,9 @@ def collect_prompts(arena: str, seed: int, trials: int) -> list[Captured]:
                         training=False,
                     )
                 )
-    engine = RolloutEngine(PluginSet(["reflection"]), TrialConfig(), backends=pool)
+    # A generous budget: the scripted seat's tokens are bytes, and a reference function must not be cut short.
+    config = TrialConfig(prompt=PromptConfig(max_new_tokens=2048))
+    engine = RolloutEngine(PluginSet(["reflection"]), config, backends=pool)
     engine.run(specs)
     return captured
 
@@ -256,6 +305,16 @@ def others_moves(prompt: str) -> dict[str, list[str]]:
         match = _STEP_LINE.match(line.strip())
         if match and match.group(1) != "you":
             moves.setdefault(match.group(1), []).append(match.group(2))
+    return moves
+
+
+def own_moves(prompt: str) -> list[str]:
+    """The reflecting seat's own moves in a reflection prompt's "Moves of the episode" block, in order."""
+    moves = []
+    for line in _section(prompt, "Moves of the episode:", "\n\nOutcome:").splitlines():
+        match = _STEP_LINE.match(line.strip())
+        if match and match.group(1) == "you":
+            moves.append(match.group(2))
     return moves
 
 
@@ -295,7 +354,9 @@ def remark_answer(prompt: str, rng: np.random.Generator) -> str:
     """``<remark>…</remark>``: the others' moves, the outcome and what was revealed, then a plan."""
     arena = _arena_of(prompt)
     parts = [f"{who} played {_moves_phrase(moves)}." for who, moves in others_moves(prompt).items()]
-    if not parts:
+    if not parts and arena in SOLO_ARENAS:
+        parts.append(f"I played {_moves_phrase(own_moves(prompt))}.")
+    elif not parts:
         parts.append("The others made no move.")
     parts.extend(outcome_lines(prompt))
     parts.append(f"Next episode I will {_plan(arena, rng)}.")
@@ -318,6 +379,66 @@ def strategy_answer(arena: str, move: str, rng: np.random.Generator) -> str:
     return f"<strategy>I will {plan}.</strategy>\n{action_answer(move)}"
 
 
+# -- coding answers ------------------------------------------------------------------------------------------
+
+#: Small textual edits that turn a reference solution into a plausible wrong one (an off-by-one, a flipped
+#: comparison, the other extreme). A coding prompt is trained on its reference and on one such mutant, so the
+#: warm-started model writes working code about half the time and leaves the rest to RL, as its moves are left
+#: uniform in the games.
+MUTATIONS: tuple[tuple[str, str], ...] = (
+    (" <= ", " < "),
+    (" < ", " <= "),
+    (" >= ", " > "),
+    (" > ", " >= "),
+    (" == ", " != "),
+    (" + 1", ""),
+    (" - 1", ""),
+    ("range(1, ", "range(0, "),
+    ("[::-1]", ""),
+    ("min(", "max("),
+    ("max(", "min("),
+    (" and ", " or "),
+    (" or ", " and "),
+    ("True", "False"),
+    (".lower()", ".upper()"),
+    ("sorted(", "list("),
+    ("return 0", "return 1"),
+)
+
+_INT_LITERAL = re.compile(r"(?<![\w.])(\d+)(?![\w.])")
+
+
+def mutant(code: str, rng: np.random.Generator) -> str | None:
+    """One plausible bug in ``code``: a listed edit at its first occurrence, or an integer literal plus one."""
+    edits = [(old, new) for old, new in MUTATIONS if old in code]
+    head, _, body = code.partition("\n")  # literals of the body only: the def line names the task
+    literals = list(_INT_LITERAL.finditer(body))
+    options = len(edits) + (1 if literals else 0)
+    if options == 0:
+        return None
+    pick = int(rng.integers(options))
+    if pick < len(edits):
+        old, new = edits[pick]
+        return code.replace(old, new, 1)
+    match = literals[int(rng.integers(len(literals)))]
+    return f"{head}\n{body[: match.start()]}{int(match.group(1)) + 1}{body[match.end() :]}"
+
+
+def code_answer(code: str) -> str:
+    return f"```python\n{code.strip()}\n```"
+
+
+def coding_answers(task_reference: str, kind: DemoKind, rng: np.random.Generator) -> tuple[str, ...]:
+    """The reference in a fenced block and, when one applies, a mutant; with a strategy first for ``strategy``."""
+    codes = [task_reference]
+    bug = mutant(task_reference, rng)
+    if bug is not None and bug != task_reference:
+        codes.append(bug)
+    if kind == "strategy":
+        return tuple(f"<strategy>I will {_plan('coding', rng)}.</strategy>\n{code_answer(c)}" for c in codes)
+    return tuple(code_answer(c) for c in codes)
+
+
 # -- prompt variants ----------------------------------------------------------------------------------------
 
 
@@ -335,10 +456,12 @@ def cropped(messages: tuple[ChatMessage, ...], marker: str) -> tuple[ChatMessage
     return _replace_last_user(messages, text[start:] if start >= 0 else text)
 
 
-def with_instruction(messages: tuple[ChatMessage, ...], instruction: str) -> tuple[ChatMessage, ...]:
+def with_instruction(
+    messages: tuple[ChatMessage, ...], instruction: str, answer_format: str = ANSWER_FORMAT
+) -> tuple[ChatMessage, ...]:
     """A turn prompt with a plugin instruction paragraph just before the answer-format line."""
     text = messages[-1].content
-    head, sep, tail = text.rpartition(ANSWER_FORMAT)
+    head, sep, tail = text.rpartition(answer_format)
     if not sep:
         return _replace_last_user(messages, f"{text}\n\n{instruction}")
     return _replace_last_user(messages, f"{head}{instruction}\n\n{sep}{tail}")
@@ -384,7 +507,28 @@ def _take(items: Sequence[Captured], count: int, rng: np.random.Generator) -> li
     return [items[i] for i in picked]
 
 
+@functools.cache
+def _coding_references() -> dict[str, str]:
+    """The reference solution of every coding task, by the line its prompt opens with."""
+    from arena.arenas.coding_tasks import all_tasks
+
+    return {f"Write a Python function `{t.signature}`.": t.reference for t in all_tasks()}
+
+
+def coding_reference(prompt: str) -> str:
+    """The reference solution of the coding task a turn prompt asks for (its first ``Write a Python function``
+    line); ``ValueError`` when the prompt names no known task."""
+    references = _coding_references()
+    for line in prompt.splitlines():
+        if line.strip() in references:
+            return references[line.strip()]
+    raise ValueError("no coding task in the prompt")
+
+
 def _action_demo(arena: str, kind: DemoKind, messages: tuple[ChatMessage, ...], rng: np.random.Generator) -> Demo:
+    if arena == "coding":
+        answers = coding_answers(coding_reference(messages[-1].content), kind, rng)
+        return Demo(arena=arena, kind=kind, messages=messages, answers=answers)
     moves = legal_moves_in_prompt(GenerationRequest(messages=messages))
     count = min(len(moves), MAX_BRANCHES)
     chosen = rng.choice(len(moves), size=count, replace=False).tolist()
@@ -396,15 +540,23 @@ def _action_demo(arena: str, kind: DemoKind, messages: tuple[ChatMessage, ...], 
 
 
 def build_demos(
-    seed: int, counts: DemoCounts, exclude: set[str] | None = None, arenas: Sequence[str] = ARENAS
+    seed: int,
+    counts: DemoCounts,
+    exclude: set[str] | None = None,
+    arenas: Sequence[str] = ARENAS,
+    per_arena: Mapping[str, DemoCounts] | None = None,
 ) -> list[Demo]:
     """The demonstrations of every arena, in a fixed order; prompts whose text is in ``exclude`` are skipped.
+
+    ``per_arena`` replaces ``counts`` for the arenas it names (long prompts such as text_maze's get fewer).
 
     Everything random comes from generators seeded by ``seed`` and the arena, so equal arguments give an equal
     list (the build's bit-for-bit reproducibility starts here).
     """
     demos: list[Demo] = []
+    base = counts
     for arena in arenas:
+        counts = (per_arena or {}).get(arena, base)
         rng = np.random.default_rng(derive_seed(seed, "demos", arena))
         captured = collect_prompts(arena, seed, counts.trials)
         actions = _unique([c for c in captured if c.purpose == "action"], exclude or set())
@@ -416,12 +568,17 @@ def build_demos(
         tipped = [chosen_actions[i] for i in order[counts.action + counts.strategy :]]
         for item in plain:
             demos.append(_action_demo(arena, "action", item.messages, rng))
-        for item in plain[: counts.crops]:
+        for item in plain[: counts.crops if arena != "coding" else 0]:
             marker = CROP_MARKERS[int(rng.integers(len(CROP_MARKERS)))]
             demos.append(_action_demo(arena, "action_crop", cropped(item.messages, marker), rng))
         for item in strategic:
-            instruction = STRATEGY_INSTRUCTIONS[int(rng.integers(len(STRATEGY_INSTRUCTIONS)))]
-            demos.append(_action_demo(arena, "strategy", with_instruction(item.messages, instruction), rng))
+            if arena == "coding":
+                instruction = CODE_STRATEGY_INSTRUCTIONS[int(rng.integers(len(CODE_STRATEGY_INSTRUCTIONS)))]
+                prompt = with_instruction(item.messages, instruction, CODE_ANSWER_FORMAT)
+            else:
+                instruction = STRATEGY_INSTRUCTIONS[int(rng.integers(len(STRATEGY_INSTRUCTIONS)))]
+                prompt = with_instruction(item.messages, instruction)
+            demos.append(_action_demo(arena, "strategy", prompt, rng))
         for item in tipped:
             section = TIP_SECTIONS[int(rng.integers(len(TIP_SECTIONS)))]
             tips = [f"{p[0].upper()}{p[1:]}." for p in rng.choice(PLANS[arena], size=2, replace=False).tolist()]

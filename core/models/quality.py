@@ -11,6 +11,7 @@ Two measurements on held-out prompts (fresh trial seeds, prompts not in the trai
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from collections.abc import Sequence
@@ -126,6 +127,23 @@ def move_probabilities(model: Any, tokenizer: Any, messages: Sequence[ChatMessag
     return [math.exp(float(v)) for v in totals]
 
 
+#: Free-text arenas whose answer is code: their legal rate is the rate of answers whose code compiles.
+CODE_ARENAS = frozenset({"coding"})
+CODE_BUDGET = 192
+
+
+def compiles(answer: str) -> bool:
+    """Whether the code in ``answer`` (as the coding arena extracts it) is a syntactically valid ``def``."""
+    from arena.arenas.coding import extract_code
+
+    try:
+        code = extract_code(answer)
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return any(isinstance(node, ast.FunctionDef) for node in tree.body)
+
+
 def _has_tag(text: str, tag: str) -> bool:
     return re.search(rf"<{tag}>.+?</{tag}>", text, flags=re.DOTALL) is not None
 
@@ -137,18 +155,27 @@ def evaluate(model: Any, tokenizer: Any, demos: Sequence[Demo], seed: int) -> di
     budgets = {"action": 16, "tip_action": 16, "strategy": 64, "tip": 64, "reflection": 192}
     answers: list[str] = [""] * len(demos)
     for kind, budget in budgets.items():
-        picked = [i for i, d in enumerate(demos) if d.kind == kind]
-        if not picked:
-            continue
-        outs = sample(model, [prompts[i] for i in picked], eos, budget, seed=seed + len(kind))
-        for i, tokens in zip(picked, outs, strict=True):
-            answers[i] = tokenizer.decode(tokens, skip_special_tokens=True)
+        for code in (False, True):  # a function takes more tokens than a move
+            picked = [i for i, d in enumerate(demos) if d.kind == kind and (d.arena in CODE_ARENAS) == code]
+            if not picked:
+                continue
+            limit = CODE_BUDGET if code and kind in ACTION_KINDS else budget
+            outs = sample(model, [prompts[i] for i in picked], eos, limit, seed=seed + len(kind))
+            for i, tokens in zip(picked, outs, strict=True):
+                answers[i] = tokenizer.decode(tokens, skip_special_tokens=True)
     report: dict[str, Any] = {}
     for arena in sorted({d.arena for d in demos}, key=[d.arena for d in demos].index):
         rows = [(d, a) for d, a in zip(demos, answers, strict=True) if d.arena == arena]
-        legal = [parse_action(a, legal_moves(d.messages)).valid for d, a in rows if d.kind in ACTION_KINDS]
+        if arena in CODE_ARENAS:  # "legal" for code: the answer holds a function that compiles
+            legal = [compiles(a) for d, a in rows if d.kind in ACTION_KINDS]
+        else:
+            legal = [parse_action(a, legal_moves(d.messages)).valid for d, a in rows if d.kind in ACTION_KINDS]
         tags = {kind: [_has_tag(a, tag) for d, a in rows if d.kind == kind] for kind, tag in TAGS.items()}
-        spread = [move_probabilities(model, tokenizer, d.messages) for d, _ in rows if d.kind == "action"]
+        spread = [
+            move_probabilities(model, tokenizer, d.messages)
+            for d, _ in rows
+            if d.kind == "action" and arena not in CODE_ARENAS  # code has no move list to spread over
+        ]
         multi = [p for p in spread if len(p) > 1]
         entropies = [_normalised_entropy(p) for p in multi]
         chosen = [parse_action(a, legal_moves(d.messages)) for d, a in rows if d.kind == "action"]

@@ -54,6 +54,20 @@ class TinyRecipe:
     eval_demos: DemoCounts = attrs.field(
         factory=lambda: DemoCounts(action=40, reflection=6, strategy=10, tip=6, tip_action=8, crops=0, trials=120)
     )
+    #: Arenas whose prompts are long (text_maze: a room description per step) get fewer demonstrations.
+    #: Arenas whose prompts are long (text_maze: a room description per step) get fewer demonstrations. The
+    #: coding arena has none: a model this size does not learn to write Python from a few hundred functions
+    #: within the build budget (measured: 0 of 40 held-out answers compiled; docs/models.md).
+    per_arena_demos: dict[str, DemoCounts] = attrs.field(
+        factory=lambda: {
+            "text_maze": DemoCounts(action=60, reflection=8, strategy=10, tip=6, tip_action=8, crops=80, trials=80),
+        }
+    )
+    per_arena_eval_demos: dict[str, DemoCounts] = attrs.field(
+        factory=lambda: {
+            "text_maze": DemoCounts(action=30, reflection=4, strategy=6, tip=4, tip_action=4, crops=0, trials=60),
+        }
+    )
     sft: SFTConfig = attrs.field(factory=SFTConfig)
     #: Raise (and cache nothing) when the gate fails. Off by default: the gate is measured and recorded in
     #: ``build_report.json`` on every build, but a failing arena must not make ``model:tiny`` unusable.
@@ -66,5 +80,7 @@ class TinyRecipe:
             num_layers=2,
             demos=DemoCounts(action=4, reflection=2, strategy=1, tip=1, tip_action=1, crops=2, trials=12),
             eval_demos=DemoCounts(action=0, reflection=0, strategy=0, tip=0, tip_action=0, crops=0, trials=0),
+            per_arena_demos={},
+            per_arena_eval_demos={},
             sft=SFTConfig(epochs=1, warmup_steps=1, max_steps=steps, token_budget=2048),
         )

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("arena.models.tiny")
 
-BUILD_VERSION = 1
+BUILD_VERSION = 2
 NAME = "tiny"
 #: Files whose bytes may differ between two otherwise identical builds.
 NONDETERMINISTIC_FILES: tuple[str, ...] = ("build_timing.json",)
@@ -145,7 +145,7 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
     started = time.perf_counter()
     with deterministic_torch(recipe.threads):
         log.info("tiny: collecting demonstrations", seed=seed, arenas=6)
-        demos = build_demos(seed, recipe.demos)
+        demos = build_demos(seed, recipe.demos, per_arena=recipe.per_arena_demos)
         timing["demonstrations"] = time.perf_counter() - started
 
         phase = time.perf_counter()
@@ -200,7 +200,9 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
         quality: dict[str, Any] = {}
         if recipe.eval_demos.action or recipe.eval_demos.reflection:
             seen = {d.messages[-1].content for d in demos}
-            held_out = build_demos(seed + 1_000_003, recipe.eval_demos, exclude=seen)
+            held_out = build_demos(
+                seed + 1_000_003, recipe.eval_demos, exclude=seen, per_arena=recipe.per_arena_eval_demos
+            )
             quality = evaluate(model, tokenizer, held_out, seed=seed)
         timing["quality_gate"] = time.perf_counter() - phase
         rates = {arena: row["legal_rate"] for arena, row in quality.items()}

@@ -68,9 +68,10 @@ def test_building_twice_reuses_the_cache(tmp_path: Path) -> None:
 def test_real_tiny_answers_legal_moves_on_fresh_prompts(model_cache: None) -> None:
     """Resolve the real model (built once into the user's default cache), then sample on never-seen prompts.
 
-    The target is 95% legal answers in every arena; the build reaches it in the poker games, connect four and
-    rock-paper-scissors but not in tic-tac-toe (~62%) and liar's dice (~85%): the model has not learned to copy a
-    changing move list within the build budget. This test pins what the build does achieve, so a regression
+    The target is 95% legal answers in every arena; the v2 build reaches it in Kuhn poker and comes close in
+    connect four and rock-paper-scissors (~95%), but not in Leduc (~88%), tic-tac-toe (~74%), liar's dice (~79%)
+    and the text maze (~68%): the model has not learned to copy a changing move list within the build budget.
+    This test pins what the build does achieve, so a regression
     fails; the 95% target is an open item (docs/models.md).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -94,15 +95,42 @@ def test_real_tiny_answers_legal_moves_on_fresh_prompts(model_cache: None) -> No
         "connect_four",
         "liars_dice",
         "rock_paper_scissors",
+        "text_maze",
     }
     total = sum(row["legal_samples"] for row in report.values())
     legal = sum(row["legal_rate"] * row["legal_samples"] for row in report.values())
     assert legal / total >= 0.8, {a: row["legal_rate"] for a, row in report.items()}
     for arena, row in report.items():
-        floor = 0.5 if arena in ("tic_tac_toe", "liars_dice") else 0.85
+        floor = 0.5 if arena in ("tic_tac_toe", "liars_dice", "text_maze") else 0.8
         assert row["legal_rate"] >= floor, (arena, row["legal_rate"])
         assert row["choice_entropy"] > 0.8, (arena, row["choice_entropy"])  # choices stay spread, not collapsed
         assert row["distinct_choices"] >= 2, arena
     built = json.loads((path / "build_report.json").read_text())
     assert built["gate"]["threshold"] == tiny.GATE_LEGAL_RATE
     assert built["gate"]["passed"] == (built["gate"]["min_legal_rate"] >= tiny.GATE_LEGAL_RATE)
+
+
+def test_coding_demonstrations_pair_the_reference_with_one_plausible_bug() -> None:
+    """Not part of the tiny build (a model this size learns no Python from them), but available to bigger
+    recipes: each coding prompt is trained on its reference solution and on one mutant of it."""
+    import ast
+
+    import numpy as np
+
+    from arena.core.models.demos import build_demos, coding_reference, mutant
+
+    demos = build_demos(
+        3, DemoCounts(action=3, reflection=0, strategy=1, tip=0, tip_action=0, crops=0, trials=4), arenas=("coding",)
+    )
+    assert {d.kind for d in demos} == {"action", "strategy"}
+    for demo in demos:
+        reference = coding_reference(demo.messages[-1].content)
+        assert reference in demo.answers[0] and 1 <= len(demo.answers) <= 2
+        for answer in demo.answers:
+            ast.parse(answer.split("```python\n", 1)[1].rsplit("```", 1)[0])  # every answer is valid Python
+        if len(demo.answers) == 2:
+            assert demo.answers[0] != demo.answers[1]
+    assert mutant("def f(x):\n    return x + 1 if x < 3 else 0", np.random.default_rng(0)) != (
+        "def f(x):\n    return x + 1 if x < 3 else 0"
+    )
+    assert mutant("def f(x):\n    pass", np.random.default_rng(0)) is None
