@@ -242,9 +242,21 @@ def eval_cmd(
     out: Path | None,
     as_json: bool,
 ) -> None:
-    """Measure a trained RUN's checkpoint against opponents, above all ones it never met; write a report."""
-    from arena.core.evaluation import evaluate_run
+    """Measure a trained RUN's checkpoint against opponents, above all ones it never met; write a report.
+
+    A single-agent run (coding, text_maze: no opponents) is measured by pass@k on its evaluation tasks instead,
+    as ``arena passk RUN`` does, with --games tasks and 8 samples each.
+    """
+    from arena.core.evaluation import evaluate_run, open_run
     from arena.core.report import format_text, write_report
+
+    info = open_run(run_dir, learner, checkpoint)
+    if not info.config.opponents and not info.config.unseen:
+        from arena.core.passk import evaluate_run_tasks, format_passk
+
+        result = evaluate_run_tasks(run_dir, games, 8, learner, checkpoint, first_seed=seed)
+        click.echo(json.dumps(result, indent=2) if as_json else format_passk(result))
+        return
 
     report = evaluate_run(
         run_dir,

@@ -80,6 +80,20 @@ def test_single_agent_run_plays_alone_and_counts_outcomes(tmp_path: Path, toy_di
     state = json.loads(next(out.glob("checkpoints/*/state.json")).read_text())
     assert len(state["outcomes_seen"]["solo"]) == counts[-1]
 
+    from click.testing import CliRunner
+
+    from arena.core.cli import cli
+    from arena.core.passk import evaluate_run_tasks
+
+    trained = evaluate_run_tasks(out, tasks=3, samples=2, progress=False)
+    initial = evaluate_run_tasks(out, tasks=3, samples=2, initial=True, progress=False)
+    assert trained["step"] == 2 and initial["step"] == 0 and initial["checkpoint"] is None
+    assert [r["seed"] for r in trained["per_task"]] == [r["seed"] for r in initial["per_task"]]
+    assert trained["seat"] != initial["seat"] and set(trained["pass_at_k"]) == {"1", "2"}
+    result = CliRunner().invoke(cli, ["eval", str(out), "--games", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    assert '"tasks": 2' in result.output and '"pass_at_k"' in result.output  # a single-agent run: pass@k
+
 
 class StripFirstLine:
     """A training view that drops the prompt's first line (a stand-in for EMPO²'s tip stripping)."""
