@@ -80,7 +80,7 @@ def summarize_tasks(trials: Sequence[TrialRecord], samples: int) -> dict[str, An
     by_task: dict[int, list[TrialRecord]] = {}
     for trial in trials:
         by_task.setdefault(int(trial.spec.meta["task_seed"]), []).append(trial)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for seed, group in sorted(by_task.items()):
         agent = next(iter(group[0].final.returns))
         wins = sum(t.final.outcomes[agent] == "win" for t in group)
