@@ -81,6 +81,7 @@ def policy_logprobs(
     temperatures: Sequence[Sequence[float]],
     pad_id: int = 0,
     with_entropy: bool = False,
+    entropy_grad: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """``(logp, entropy, mask)``, each ``(batch, longest completion)``, for a batch of samples.
 
@@ -88,7 +89,9 @@ def policy_logprobs(
     the model computes logits for the last ``longest completion + 1`` positions only (``logits_to_keep``): a
     trainer never materialises vocabulary-sized logits for prompt tokens. Positions come from the attention mask,
     so left padding does not shift them. Each token's logits are divided by its temperature (0 counts as 1, the
-    greedy convention) before ``log_softmax``; ``entropy`` is that distribution's entropy. Gradients flow.
+    greedy convention) before ``log_softmax``; ``entropy`` is that distribution's entropy. Gradients flow, except
+    through ``entropy`` when ``entropy_grad`` is false: then its vocabulary-sized intermediates are not kept for
+    the backward pass (with a 49k vocabulary that is gigabytes per micro-batch).
     """
     device = next(model.parameters()).device
     batch = len(contexts)
@@ -133,5 +136,6 @@ def policy_logprobs(
     logp = logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * mask
     entropy = None
     if with_entropy:
-        entropy = -(logp_all.exp() * logp_all).sum(-1) * mask
+        with torch.set_grad_enabled(torch.is_grad_enabled() and entropy_grad):
+            entropy = -(logp_all.exp() * logp_all).sum(-1) * mask
     return logp, entropy, mask

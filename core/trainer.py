@@ -256,6 +256,7 @@ class Trainer:
             [s.temperatures for s in batch],
             pad_id=self.pad_id,
             with_entropy=True,
+            entropy_grad=cfg.entropy_coef > 0,  # otherwise entropy is only a metric (and EntropyAdv's detached H)
         )
         width = logp.shape[1]
         old = _pad([s.behaviour_logprobs for s in batch], width, device)

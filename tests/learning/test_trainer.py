@@ -184,3 +184,13 @@ def attrs_evolve(sample: Sample, **changes) -> Sample:
     import attrs
 
     return attrs.evolve(sample, **changes)
+
+
+def test_entropy_without_grad_keeps_values_and_frees_the_graph(toy) -> None:
+    model = toy[1]()
+    args = ([[1, 2, 3]], [[4, 5, 6, 7]], [[1.2, 1.2, 0.7, 0.7]])
+    logp, with_grad, _ = policy_logprobs(model, *args, with_entropy=True)
+    _, without, _ = policy_logprobs(model, *args, with_entropy=True, entropy_grad=False)
+    assert with_grad is not None and without is not None
+    assert with_grad.requires_grad and not without.requires_grad and logp.requires_grad
+    assert torch.allclose(with_grad.detach(), without)
