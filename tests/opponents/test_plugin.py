@@ -24,6 +24,7 @@ EXPECTED_ARENAS: dict[str, tuple[str, ...] | None] = {
     "intermediate": ("kuhn_poker",),
     **{f"ttt-{n}": ("tic_tac_toe",) for n in ("corners", "center", "edges", "row-major", "col-major", "anti-diagonal")},
     **{f"rps-{n}": ("rock_paper_scissors",) for n in ("rock", "cycle", "copy", "beat-last", "frequency")},
+    "text_maze-explorer": ("text_maze",),
 }
 
 
@@ -95,6 +96,7 @@ CASES = [
     (name, arena)
     for name, _, arenas, _ in builtin_opponents()
     for arena in (arenas or ("tic_tac_toe", "kuhn_poker", "leduc_poker", "rock_paper_scissors"))
+    if arena != "text_maze"  # not an OpenSpiel game: tests/arenas/test_text_maze.py checks the explorer
 ]
 
 

@@ -633,8 +633,11 @@ torch_threads: 1
 
 @pytest.fixture
 def installed_plugin_state() -> Any:
-    """The process-wide ``empo2.plugin`` (what a run enables by name) with a cheap embedder, reset afterwards."""
+    """The process-wide ``empo2.plugin`` (what a run enables by name) with a cheap embedder, empty before and
+    reset afterwards (other tests' runs in this process use the same object)."""
     plugin = empo2.plugin
+    plugin.load_state_dict({"version": empo2.STATE_VERSION, "memory": [], "novelty": []})
+    plugin._modes.clear()
     saved = plugin._embed
     plugin._embed = FakeEmbed(default=unit(1.0))
     yield plugin
