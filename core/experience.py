@@ -66,6 +66,7 @@ def trial_samples(
                             "outcome": episode.outcomes[agent],
                             "invalid": step.invalid,
                             "details": episode.details.get(agent, {}),
+                            "feedback": episode.summaries.get(agent, ""),
                             "plans": step.plans,
                         },
                     )

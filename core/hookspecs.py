@@ -22,6 +22,9 @@ Order within one trial (pinned by ``tests/core/test_hook_order.py``)::
                                                        the final one, also after an early stop)
     trial_end
 
+and per training batch: compute_rewards -> augment_group -> compute_returns -> compute_advantages ->
+normalize_advantages -> training_view -> (trainer) shape_token_advantages.
+
 The registration hooks run once per process over every *installed* plugin; the others only for plugins a
 run enables.
 """
@@ -31,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from arena.core.augment import Augmentation, GroupTask
 from arena.core.backends.base import ChatMessage
 from arena.core.markers import hookspec
 from arena.core.records import (
@@ -192,11 +196,18 @@ def compute_rewards(trial: TrialRecord, samples: list[Sample]) -> dict[int, dict
 
 
 @hookspec
-def augment_group(group: list[Sample], generate: Callable[..., Any]) -> list[Sample] | None:
-    """After a group of samples is scored: add or replace samples (HeRL revisions, GOLF refinements).
+def augment_group(
+    group: tuple[Sample, ...], task: GroupTask, options: Mapping[str, Mapping[str, Any]]
+) -> Augmentation | None:
+    """After ``compute_rewards``, per group: plan extra generations for it (HeRL revisions, GOLF refinements).
 
-    ``generate(requests)`` queues generations that are batched with every other plugin's in the same tick.
-    Results: the returned samples of all plugins are appended to the group, in plugin order.
+    ``group`` holds the ``action`` samples of one episode of the trials sharing a ``group_id``, one per trial
+    (groups whose trials took several turns are not offered); ``task`` says how to rebuild the arena at that
+    task. Return an ``arena.core.augment.Augmentation``: its ``requests`` of every group and every plugin are
+    generated in one batch by the learner's backend, each completion is scored by the arena as an answer to the
+    task, and then ``finish(group, answers)`` returns the group to train (slots replaced, reward terms added) and
+    extra samples that form groups of their own. Results: applied in plugin order, each ``finish`` receiving
+    the group as the previous one left it.
     """
 
 

@@ -122,7 +122,7 @@ def shaped_off_policy(
     old_logp: torch.Tensor | None,
     adv: torch.Tensor,
     mask: torch.Tensor,
-    gamma: float | None = None,
+    gamma: float | torch.Tensor | None = None,
     mode: ShapingMode = "ratio",
 ) -> tuple[torch.Tensor, Stats]:
     """Shaped off-policy loss for tokens the current policy did not sample in the current context.
@@ -137,13 +137,22 @@ def shaped_off_policy(
     ones, which is why these papers use it for injected off-policy text where a ratio can be extreme and clipping
     would silence most tokens. ``f`` is computed as ``sigmoid(log x − log γ)``, the same value without overflow.
 
+    ``gamma`` may be a tensor that broadcasts against ``logp`` (``[B, 1]``: one γ per sample, as HeRL uses 0.1 for
+    judge-scored tasks and 1 otherwise).
+
     Stats: ``shaping_mean`` (mean ``f``) and ``ratio_mean`` or ``prob_mean`` (mean ``x``).
     """
     if mode not in SHAPED_DEFAULT_GAMMA:
         raise ValueError(f"mode must be 'ratio' or 'prob', got {mode!r}")
-    g = SHAPED_DEFAULT_GAMMA[mode] if gamma is None else float(gamma)
-    if g <= 0:
-        raise ValueError(f"gamma must be > 0, got {g}")
+    if isinstance(gamma, torch.Tensor):
+        if bool((gamma <= 0).any()):
+            raise ValueError(f"gamma must be > 0, got {gamma.flatten().tolist()}")
+        log_g: torch.Tensor | float = torch.log(gamma.to(logp.dtype))
+    else:
+        g = SHAPED_DEFAULT_GAMMA[mode] if gamma is None else float(gamma)
+        if g <= 0:
+            raise ValueError(f"gamma must be > 0, got {g}")
+        log_g = math.log(g)
     _check_same_shape(logp=logp, old_logp=old_logp, mask=mask)
     keep = _keep(mask)
     if mode == "ratio":
@@ -153,7 +162,7 @@ def shaped_off_policy(
     else:
         log_x = logp
     log_x = torch.where(keep, log_x, torch.zeros_like(log_x))
-    f = torch.sigmoid(log_x - math.log(g))
+    f = torch.sigmoid(log_x - log_g)
     loss = torch.where(keep, -adv * f, torch.zeros_like(f))
     stats = {"shaping_mean": _stat(f, keep), f"{mode}_mean": _stat(torch.exp(log_x), keep)}
     return loss, stats

@@ -3,7 +3,8 @@
 One iteration: matchmaking by the population (``arena.populations``: for every learner, groups of
 ``group_size`` trials, each group one opponent from the pool, one seed and one learner seat) → each learner's
 rollout engine plays all of its trials at once → ``match_end`` (ratings, opponent statistics) → samples →
-``compute_rewards`` terms → ``compute_returns`` → ``compute_advantages`` (the learner's estimator plugin) →
+``compute_rewards`` terms → ``augment_group`` (HeRL, GOLF: extra generations batched across groups, scored by
+the arena) → ``compute_returns`` → ``compute_advantages`` (the learner's estimator plugin) →
 ``normalize_advantages`` → ``training_view`` → ``Trainer.update`` → ``evolve_population`` (snapshots join the
 pool) → metrics line, ``population.json``, rollout dump, checkpoint, evaluation.
 
@@ -22,6 +23,7 @@ import random
 import shutil
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,15 +38,18 @@ from tqdm import tqdm
 from arena import arenas
 from arena.core import catalog
 from arena.core import checkpoint as ck
-from arena.core.backends.base import ChatMessage, GenerationRequest
+from arena.core.augment import Augmentation, GroupTask, ScoredAnswer, augmentable_groups
+from arena.core.backends.base import ChatMessage, Completion, GenerationRequest
 from arena.core.config import to_dict
 from arena.core.engine import RolloutEngine
 from arena.core.errors import ArenaError
 from arena.core.experience import trial_samples
 from arena.core.plugins import PluginSet, installed_plugins
 from arena.core.records import TrialRecord, TrialSpec
+from arena.core.rescoring import score_answer
 from arena.core.samples import Sample
 from arena.core.seats import BackendPool, parse_seat
+from arena.core.seeding import derive_seed
 from arena.core.train_config import LearnerConfig, TrainConfig
 from arena.core.trainer import Trainer
 from arena.populations import Matchup, Population
@@ -57,7 +62,8 @@ def trial_specs_for(
 ) -> list[TrialSpec]:
     """``group_size`` trials per matchup: same seed, same opponent, the learner in the matchup's seat.
 
-    ``meta`` carries the iteration and the run seed (EMPO² draws its per-iteration memory mode from them).
+    ``meta`` carries the iteration and the run seed (EMPO² draws its per-iteration memory mode from them) and
+    ``group_index``, the trial's position in its group (MENTOR guides the second half of every group).
     """
     specs = []
     for m in groups:
@@ -82,6 +88,7 @@ def trial_specs_for(
                         "learner": learner.name,
                         "opponent": m.opponent or None,
                         "learner_seat": seats.index(learner.seat_spec),
+                        "group_index": k,
                         "iteration": iteration,
                         "run_seed": config.seed,
                     },
@@ -118,6 +125,17 @@ def outcome_metrics(trials: Sequence[TrialRecord], seat_spec: str, prefix: str) 
     return metrics
 
 
+def _score(task: GroupTask, request: GenerationRequest, completion: Completion) -> ScoredAnswer:
+    verdict = score_answer(task.arena_id, task.arena_kwargs, task.seed, completion.text)
+    return ScoredAnswer(
+        completion=completion,
+        messages=tuple(request.messages),
+        reward=verdict.reward,
+        details=verdict.details,
+        feedback=verdict.feedback,
+    )
+
+
 def _abs_advantage(sample: Sample) -> float:
     value = sample.advantage
     return abs(value) if isinstance(value, int | float) else abs(sum(value))
@@ -144,6 +162,8 @@ def sample_to_json(sample: Sample) -> dict[str, Any]:
         "loss": sample.loss,
         "trial_id": sample.trial_id,
         "plans": sample.meta.get("plans", {}),
+        "injected": sample.meta.get("injected"),
+        "shaped_gamma": sample.meta.get("shaped_gamma"),
     }
 
 
@@ -292,6 +312,8 @@ class Run:
         #: Per learner, the distinct (task, outcome) pairs its training rollouts reached so far: SGE's Figure-11
         #: exploration measure, from the arena's ``episode_details`` (``task_id``, ``outcome_key``).
         self.outcomes_seen: dict[str, set[tuple[str, str]]] = {learner.name: set() for learner in self.learners}
+        #: Per learner, the ``augment/...`` metrics of the current iteration (HeRL, GOLF).
+        self.augment_metrics: dict[str, dict[str, float]] = {}
 
     @property
     def learner(self) -> Learner:
@@ -432,6 +454,8 @@ class Run:
                     current.update(terms)
                     samples[indices[j]] = attrs.evolve(samples[indices[j]], reward_terms=current)
         options = learner.config.options
+        if plugins.implements("augment_group"):
+            samples = self.augment(learner, trials, samples)
         returns = plugins.first("compute_returns", samples=samples, options=options)
         if returns is None:
             returns = [s.reward for s in samples]
@@ -448,6 +472,95 @@ class Run:
             sample = attrs.evolve(sample, advantage=value)
             view = plugins.first("training_view", sample=sample, encode=learner.encode)
             out.append(view if view is not None else sample)
+        return out
+
+    def augment(self, learner: Learner, trials: Sequence[TrialRecord], samples: list[Sample]) -> list[Sample]:
+        """``augment_group`` for every single-answer group: plan, generate all requests in one batch, score, finish.
+
+        Metrics land in ``self.augment_metrics`` (``augment/...``), merged into the iteration's line by ``step``.
+        """
+        t0 = time.perf_counter()
+        specs = {t.spec.trial_id: t.spec for t in trials}
+        groups, multi_turn = augmentable_groups(samples)
+        plans: list[tuple[tuple[str, int], str, Augmentation, GroupTask]] = []
+        for key, indices in groups.items():
+            spec = specs[samples[indices[0]].trial_id]
+            task = GroupTask(
+                arena_id=spec.arena_id,
+                arena_kwargs=dict(spec.arena_kwargs),
+                seed=spec.seed,
+                group_id=key[0],
+                episode=key[1],
+                iteration=self.iteration,
+                max_new_tokens=self.config.trial.prompt.max_new_tokens,
+            )
+            group = tuple(samples[i] for i in indices)
+            for name, plan in learner.plugins.call(
+                "augment_group", group=group, task=task, options=learner.config.options
+            ):
+                plans.append((key, name, plan, task))
+        requests: list[GenerationRequest] = []
+        for key, name, plan, _ in plans:
+            for i, request in enumerate(plan.requests):
+                if request.seed is None:  # repeatable whatever else is in the batch
+                    request = attrs.evolve(
+                        request, seed=derive_seed(self.config.seed, self.iteration, key, name, i) % (2**31)
+                    )
+                requests.append(request)
+        t1 = time.perf_counter()
+        completions = learner.backend.generate(requests) if requests else []
+        t2 = time.perf_counter()
+        jobs = []
+        position = 0
+        for _, _, plan, task in plans:
+            for request in plan.requests:
+                for completion in completions[position]:
+                    jobs.append((task, request, completion))
+                position += 1
+        with ThreadPoolExecutor(max_workers=2) as pool:  # the coding sandbox waits on subprocesses
+            scored = list(pool.map(lambda job: _score(*job), jobs))
+        t3 = time.perf_counter()
+        metrics: dict[str, float] = {"augment/multi_turn_groups_skipped": float(multi_turn)}
+        current = {key: tuple(samples[i] for i in indices) for key, indices in groups.items()}
+        extra: list[Sample] = []
+        cursor = 0
+        for key, name, plan, _ in plans:
+            answers = []
+            for request in plan.requests:
+                answers.append(tuple(scored[cursor : cursor + request.n]))
+                cursor += request.n
+            result = plan.finish(current[key], tuple(answers))
+            current[key] = tuple(result.group)
+            extra.extend(result.extra)
+            for stat, value in result.stats.items():
+                metrics[f"augment/{name}/{stat}"] = metrics.get(f"augment/{name}/{stat}", 0.0) + float(value)
+            if result.warnings:
+                metrics[f"augment/{name}/warnings"] = metrics.get(f"augment/{name}/warnings", 0.0) + len(
+                    result.warnings
+                )
+                log.warning("augment_group", plugin=name, group=key[0], warnings=list(result.warnings))
+        out = list(samples)
+        for key, indices in groups.items():
+            group = current[key]
+            if len(group) != len(indices):
+                raise ArenaError(
+                    f"augment_group must keep the group's {len(indices)} slots (group {key[0]!r} came back with "
+                    f"{len(group)}); put new samples in AugmentResult.extra"
+                )
+            for i, sample in zip(indices, group, strict=True):
+                out[i] = sample
+        out.extend(extra)
+        metrics.update(
+            {
+                "augment/groups": float(len({p[0] for p in plans})),
+                "augment/generations": float(len(jobs)),
+                "augment/extra_samples": float(len(extra)),
+                "time/augment_generate": t2 - t1,
+                "time/augment_score": t3 - t2,
+                "time/augment": time.perf_counter() - t0,
+            }
+        )
+        self.augment_metrics[learner.name] = metrics
         return out
 
     def count_outcomes(self, learner: Learner, trials: Sequence[TrialRecord]) -> dict[str, float]:
@@ -533,6 +646,8 @@ class Run:
             t1 = time.perf_counter()
             samples = self.credit(learner, trials, samples)
             times[key("time/credit")] = time.perf_counter() - t1
+            for name, value in self.augment_metrics.pop(learner.name, {}).items():
+                (times if name.startswith("time/") else metrics)[key(name)] = value
             t2 = time.perf_counter()
             train_metrics = learner.trainer.update(samples)
             times[key("time/update")] = time.perf_counter() - t2

@@ -279,9 +279,11 @@ class Trainer:
                 loss_k, info = losses.ppo_clip(logp, old, adv, mask, cfg.clip_low, cfg.clip_high, cfg.dual_clip)
                 stats["train/clip_fraction"] = float(info.get("clip_fraction", 0.0))
             elif kind == "shaped_ratio":
-                loss_k, _ = losses.shaped_off_policy(logp, old, adv, mask, cfg.shaped_ratio_gamma, "ratio")
+                gamma = _sample_gammas(batch, cfg.shaped_ratio_gamma, device)
+                loss_k, _ = losses.shaped_off_policy(logp, old, adv, mask, gamma, "ratio")
             elif kind == "shaped_prob":
-                loss_k, _ = losses.shaped_off_policy(logp, old, adv, mask, cfg.shaped_prob_gamma, "prob")
+                gamma = _sample_gammas(batch, cfg.shaped_prob_gamma, device)
+                loss_k, _ = losses.shaped_off_policy(logp, old, adv, mask, gamma, "prob")
             elif kind == "sft":
                 loss_k = cfg.sft_coef * losses.sft_nll(logp, mask)
             else:
@@ -345,6 +347,12 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.steps = int(state["steps"])
+
+
+def _sample_gammas(batch: Sequence[Sample], default: float, device: Any) -> torch.Tensor:
+    """γ of the shaped loss per row, ``[B, 1]``: a sample's ``meta["shaped_gamma"]`` (HeRL, GOLF) else the config's."""
+    values = [float(s.meta.get("shaped_gamma") or default) for s in batch]
+    return torch.tensor(values, dtype=torch.float32, device=device).unsqueeze(1)
 
 
 def _pad(rows: Sequence[Sequence[float]], width: int, device: Any) -> torch.Tensor:

@@ -102,3 +102,84 @@ class GuessAdapter:
 
 def register_guess_arena() -> None:
     catalog.arenas().registrar("tests")(ARENA_ID, GuessDigitEnv, description="test arena")
+
+
+LETTERS_ID = "letters"
+LETTER_POOL = "xkq"  # rare in the toy model's gibberish ("ix", "ka"; never q): mixed, imperfect groups
+
+
+class LettersEnv(GuessDigitEnv):
+    """A rubric-scored free-text task: write text containing given letters (one rubric per letter).
+
+    Score = fraction of the seed's letters present in the answer; the critique names the missing ones. Random text
+    from the toy model satisfies some rubrics by chance, so groups have mixed scores (HeRL and GOLF tests).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": [], "name": "letters_v0", "is_parallelizable": False}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.letters: tuple[str, ...] = ()
+        self.arena_text_adapter = LettersAdapter()
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        super().reset(seed=seed, options=options)
+        s = int(seed or 0)
+        self.letters = tuple(LETTER_POOL[(s + k) % 3] for k in range(1 + s % 2))
+
+    def satisfied(self) -> list[bool]:
+        return [letter in (self.guess or "") for letter in self.letters]
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self.guess = str(action)
+        met = self.satisfied()
+        self.rewards = {agent: sum(met) / len(met)}
+        self.terminations = {agent: True}
+        self._cumulative_rewards[agent] = 0.0
+        self._accumulate_rewards()
+
+
+class LettersAdapter(GuessAdapter):
+    def rules(self, view: SeatView) -> str:
+        return "Write a short text."
+
+    def observation(self, view: SeatView) -> str:
+        return task_text(view.env.unwrapped)
+
+    def answer_format(self, view: SeatView) -> str:
+        return "Reply with the text only."
+
+    def parse_answer(self, view: SeatView, answer: str) -> ParseResult:
+        return ParseResult(action=answer.strip(), move="text")
+
+    def episode_summary(self, view: SeatView) -> str:
+        env = view.env.unwrapped
+        missing = [f"Use the letter {x!r}." for x, ok in zip(env.letters, env.satisfied(), strict=True) if not ok]
+        return "Unmet: " + " ".join(missing) if missing else "All constraints met."
+
+    def episode_details(self, view: SeatView) -> dict[str, Any]:
+        env = view.env.unwrapped
+        met = env.satisfied()
+        return {
+            "task_id": "letters-" + "".join(env.letters),
+            "score": sum(met) / len(met),
+            "outcome_key": ",".join(str(i) for i, ok in enumerate(met) if ok),
+            "task_text": task_text(env),
+            "rubrics": [
+                {"description": f"Use the letter {x!r}.", "satisfied": ok}
+                for x, ok in zip(env.letters, met, strict=True)
+            ],
+            "critique": self.episode_summary(view),
+        }
+
+
+def task_text(env: LettersEnv) -> str:
+    return "Write text that uses the letters " + ", ".join(repr(x) for x in env.letters) + "."
+
+
+def register_letters_arena() -> None:
+    catalog.arenas().registrar("tests")(LETTERS_ID, LettersEnv, description="test arena with rubrics")
