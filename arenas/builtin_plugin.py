@@ -52,6 +52,13 @@ def make_coding(**kwargs: Any) -> Any:
     return CodingEnv(**kwargs)
 
 
+def make_instruct(**kwargs: Any) -> Any:
+    """Create the instruct arena (``split``, ``task_ids``, ``tiers``); imported lazily."""
+    from arena.arenas.instruct import InstructEnv
+
+    return InstructEnv(**kwargs)
+
+
 @hookimpl
 def register_arenas(register: Callable[..., None]) -> None:
     for game, description in OPENSPIEL_GAMES.items():
@@ -73,4 +80,10 @@ def register_arenas(register: Callable[..., None]) -> None:
         make_coding,
         description="Single-agent coding: write a Python function to a spec; hidden unit tests (sandboxed) score it.",
         source="arena:coding",
+    )
+    register(
+        "instruct",
+        make_instruct,
+        description="Single-agent instruction following: a writing request with 1-4 checkable constraints (rubrics).",
+        source="arena:instruct",
     )

@@ -553,6 +553,9 @@ class CodingAdapter:
         return ParseResult(action=code, move=self.action_name(view, code))
 
     def episode_details(self, view: SeatView) -> dict[str, Any]:
+        """Facts for trainer-side plugins (never shown to the model): besides the ids and counts, ``task_text`` (the
+        task as shown), one rubric per hidden test (``add(2, 3) == 5`` and whether the last attempt passed it) and
+        ``critique`` (the feedback, as ``episode_summary``)."""
         env = _env(view)
         result = env.results[-1] if env.results else None
         passed = list(result.passed) if result else []
@@ -565,4 +568,10 @@ class CodingAdapter:
             "score": result.score if result else 0.0,
             "attempts": len(env.results),
             "outcome_key": ",".join(str(i) for i in passed),
+            "task_text": env.task.prompt(),
+            "rubrics": [
+                {"description": f"{case.call(env.task.name)} == {case.expected!r}", "satisfied": i in passed}
+                for i, case in enumerate(env.task.tests)
+            ],
+            "critique": self.episode_summary(view),
         }

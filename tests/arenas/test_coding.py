@@ -240,7 +240,8 @@ def test_correct_reference_scores_one_and_wins() -> None:
     adapter = env.arena_text_adapter
     n = len(env.task.tests)
     assert adapter.episode_summary(view(env)) == f"All {n} hidden tests passed."
-    assert adapter.episode_details(view(env)) == {
+    details = adapter.episode_details(view(env))
+    assert {k: v for k, v in details.items() if k not in ("task_text", "rubrics", "critique")} == {
         "task_id": "brackets.three",
         "tier": 3,
         "family": "brackets",
@@ -250,6 +251,29 @@ def test_correct_reference_scores_one_and_wins() -> None:
         "attempts": 1,
         "outcome_key": ",".join(str(i) for i in range(n)),
     }
+
+
+def test_episode_details_carry_task_text_rubrics_and_critique() -> None:
+    """One rubric per hidden test (the assertion as text) with the last attempt's verdict; the critique is the
+    feedback; none of it is in the model's prompt (hidden tests stay hidden)."""
+    env = CodingEnv(split="all")
+    env.reset(options={"task_id": "sum_multiples.k3"})
+    adapter = env.arena_text_adapter
+    before = adapter.episode_details(view(env))
+    assert before["task_text"] == SUM3.prompt() and before["critique"] == "No code was submitted."
+    assert [r["satisfied"] for r in before["rubrics"]] == [False] * len(SUM3.tests)
+    prompt = adapter.rules(view(env)) + adapter.observation(view(env)) + adapter.answer_format(view(env))
+    _solve(env, "def sum_multiples_of_3(nums):\n    return sum(x for x in nums if x % 3 == 0) if nums else 1\n")
+    details = adapter.episode_details(view(env))
+    assert details["task_text"] == SUM3.prompt()
+    assert details["rubrics"] == [
+        {"description": f"{case.call('sum_multiples_of_3')} == {case.expected!r}", "satisfied": i != 0}
+        for i, case in enumerate(SUM3.tests)
+    ]
+    assert details["rubrics"][0]["description"] == "sum_multiples_of_3([]) == 0"
+    assert details["critique"] == adapter.episode_summary(view(env)) and details["critique"].startswith("Passed 7 of 8")
+    assert details["outcome_key"] == "1,2,3,4,5,6,7" and details["score"] == pytest.approx(7 / 8)
+    assert not any(r["description"] in prompt for r in details["rubrics"])
 
 
 def test_wrong_solution_gives_fraction_loss_and_feedback() -> None:
