@@ -8,7 +8,8 @@ for instructions). GOLF turns a group's failures into a lesson:
    what works, combine the best parts and output only the improved answer.
 2. **Refiner group**: the policy samples ``n`` refinements of that prompt (batched with every other group's in one
    generation, ``augment_group``); each is scored by the arena, and they are trained as a second, on-policy group
-   (``kind: refinement``, group ``<group>/golf``) whose context is the feedback prompt: the policy learns to refine.
+   (``kind: refinement``, group ``<group>/golf-e<episode>``) whose context is the feedback prompt: the policy
+   learns to refine.
 3. **Adaptive injection**: when the group has fewer than ⌈threshold·G⌉ correct answers (0.125 for code and math:
    only all-wrong groups; 0.25 for instructions), one refinement with reward exactly 1.0 replaces a random wrong
    answer, trained as the answer to the *original* prompt with the shaped loss −A·π_θ/(π_θ + 0.1): no ratio, no
@@ -155,7 +156,7 @@ def finish_group(
                 kind="refinement",
                 loss="ppo",
                 context="request",
-                group_id=f"{task.group_id}/golf",
+                group_id=f"{task.group_id}/golf-e{task.episode}",
                 trial_id=f"{task.group_id}-e{task.episode}-golf-r{k}",
                 meta={"golf": {"refiner": True}},
             )

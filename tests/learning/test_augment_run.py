@@ -37,6 +37,7 @@ learners:
     options: {options}
     optim: {{lr: 1.0e-3, micro_batch_tokens: 4096}}
 trial:
+  episodes: {episodes}
   prompt: {{max_new_tokens: 8}}
 eval: {{games: 2}}
 checkpoint: {{every: 1, keep: 1}}
@@ -51,9 +52,11 @@ def letters_arena() -> Iterator[None]:
     catalog.reset()
 
 
-def run(tmp_path: Path, toy_dir: Path, plugins: str, options: str = "{}") -> tuple[Run, list[dict[str, Any]]]:
+def run(
+    tmp_path: Path, toy_dir: Path, plugins: str, options: str = "{}", episodes: int = 1
+) -> tuple[Run, list[dict[str, Any]]]:
     path = tmp_path / "augment.yaml"
-    path.write_text(CONFIG.format(model=toy_dir, plugins=plugins, options=options))
+    path.write_text(CONFIG.format(model=toy_dir, plugins=plugins, options=options, episodes=episodes))
     config = load_config(TrainConfig, path)
     r = Run(config, tmp_path / "run", dump_rollouts=True, progress=False)
     batches: list[list[str]] = []
@@ -113,11 +116,11 @@ def test_golf_in_a_run_injects_a_perfect_refinement(
     refiners = [row for row in rows if row["kind"] == "refinement"]
     originals = [row for row in rows if row["kind"] == "action"]
     assert len(originals) == 12
-    assert refiners and all(row["group_id"].endswith("/golf") for row in refiners)
+    assert refiners and all(row["group_id"].endswith("/golf-e0") for row in refiners)
     assert all("Earlier attempts at this task did not fully succeed" in row["context_text"] for row in refiners)
     assert all(row["loss"] == "ppo" and row["injected"] is None for row in refiners)
     injected = [row for row in rows if row["injected"] == "golf"]
-    groups_refined = {row["group_id"].removesuffix("/golf") for row in refiners}
+    groups_refined = {row["group_id"].removesuffix("/golf-e0") for row in refiners}
     assert len(injected) == len(groups_refined)  # threshold 1.0: every refined group without 4 correct gets one
     for row in injected:
         assert row["loss"] == "shaped_prob" and row["shaped_gamma"] == 0.1
@@ -126,3 +129,18 @@ def test_golf_in_a_run_injects_a_perfect_refinement(
         assert "did not fully succeed" in row["rollout_context_text"]
     refinement_batches = [b for b in r.batches if "golf_refinement" in b]  # type: ignore[attr-defined]
     assert len(refinement_batches) == 1
+
+
+@pytest.mark.parametrize("plugin", ["herl", "golf"])
+def test_next_to_mage_every_episode_is_its_own_group(tmp_path: Path, toy_dir: Path, plugin: str) -> None:
+    """MAGE's multi-episode trials: each episode's answers form a group; MAGE's returns and advantages still apply."""
+    _, rows = run(tmp_path, toy_dir, f"[mage, {plugin}]", episodes=2)
+    actions = [row for row in rows if row["kind"] == "action"]
+    assert len(actions) == 3 * 4 * 2  # every slot of both episodes is kept
+    assert any(row["kind"].startswith("reflection") for row in rows)
+    if plugin == "herl":
+        assert {row["episode"] for row in actions if row["injected"] == "herl"} == {0, 1}
+    else:
+        refined = {row["group_id"] for row in rows if row["kind"] == "refinement"}
+        assert {g.rsplit("-", 1)[1] for g in refined} == {"e0", "e1"}
+    assert all(isinstance(row["advantage"], float) for row in rows)

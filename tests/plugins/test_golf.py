@@ -55,7 +55,7 @@ def test_refiner_group_is_its_own_on_policy_group_with_the_feedback_prompt() -> 
     result = aug.finish(group, (refinements,))
     assert len(result.extra) == 2  # the empty refinement is not trained
     for s in result.extra:
-        assert s.group_id == "g0/golf" and s.kind == "refinement" and s.loss == "ppo"
+        assert s.group_id == "g0/golf-e0" and s.kind == "refinement" and s.loss == "ppo"
         assert s.context_ids == (5, 5) and s.context_text == "REVISION PROMPT"
         assert "injected" not in s.meta
     assert [s.reward for s in result.extra] == [pytest.approx(1 / 3), pytest.approx(2 / 3)]
