@@ -322,6 +322,48 @@ def passk_cmd(
     click.echo(json.dumps(report, indent=2) if as_json else format_passk(report))
 
 
+@cli.command("sft")
+@click.argument("data", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--model", "model_spec", default="model:tiny", show_default=True, help="Model spec to fine-tune.")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Directory of the fine-tuned model.")
+@click.option("--epochs", type=int, default=2, show_default=True)
+@click.option("--lr", type=float, default=1e-4, show_default=True)
+@click.option("--batch-size", type=int, default=16, show_default=True, help="Examples per optimizer step.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the example order.")
+def sft_cmd(data: Path, model_spec: str, out: Path, epochs: int, lr: float, batch_size: int, seed: int) -> None:
+    """Supervised fine-tuning on a JSONL of {"messages", "answer"}; OUT loads as model:OUT."""
+    from arena.core.sft import SFTSettings, run_sft
+
+    if epochs < 1 or batch_size < 1 or lr <= 0:
+        raise click.UsageError("--epochs and --batch-size must be at least 1 and --lr positive")
+    summary = run_sft(data, model_spec, out, SFTSettings(epochs=epochs, lr=lr, batch_size=batch_size, seed=seed))
+    click.echo(
+        f"sft: {summary['examples']} examples, {summary['steps']} steps, loss {summary['loss_first_epoch']:.3f} → "
+        f"{summary['loss_last_epoch']:.3f} in {summary['seconds']:.1f}s; model at {out} (model:{out})"
+    )
+
+
+@cli.command("compare")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--metric", default="rollout/mean_return", show_default=True, help="Metric per iteration to compare.")
+@click.option("--level", "levels", type=float, multiple=True, help="Reward level; repeatable. Rollouts to reach it.")
+@click.option("--window", type=int, default=1, show_default=True, help="Trailing mean over this many iterations.")
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None, help="Write a PNG of the curves.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def compare_cmd(
+    run_dirs: tuple[Path, ...], metric: str, levels: tuple[float, ...], window: int, plot_path: Path | None, as_json: bool
+) -> None:
+    """Runs side by side: a metric against rollouts played, and the samples each needed to reach --level."""
+    from arena.core.compare import compare_runs, format_table, plot
+
+    result = compare_runs(run_dirs, metric=metric, levels=levels, window=max(1, window))
+    if plot_path is not None:
+        result["plot"] = str(plot(result, plot_path))
+    click.echo(json.dumps(result, indent=2) if as_json else format_table(result))
+    if plot_path is not None and not as_json:
+        click.echo(f"plot: {plot_path}")
+
+
 @cli.command("report")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Output folder. [default: RUN/report]")
