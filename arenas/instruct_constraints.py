@@ -9,9 +9,9 @@ whose checkers would fight, such as JSON output and bullet lines). Nothing here 
 Counting rules (the same for the model's answer and for the generator's reference answers):
 
 - a *word* is a run of letters and digits, with inner apostrophes (``don't`` is one word, ``well-known`` two);
-- a *sentence* is a piece of a line that ends at ``.``, ``!`` or ``?`` (or at the end of the line) and holds a
-  letter or digit; section headers, titles in ``<<…>>``, ``***`` separators and the ``P.S.`` marker are not
-  sentences;
+- a *sentence* is a piece of a line that ends at ``.``, ``!`` or ``?`` followed by a space, a closing quote or
+  bracket (or at the end of the line) and holds a letter or digit (so ``3.5`` does not end one); section
+  headers, titles in ``<<…>>``, ``***`` separators and the ``P.S.`` marker are not sentences;
 - an answer without a letter or digit meets no constraint (so an empty answer scores 0);
 - keywords match whole words, case-insensitively; start and end phrases compare case-insensitively.
 """
@@ -40,15 +40,15 @@ __all__ = [
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z0-9]+)*")
 _HAS_WORD = re.compile(r"[A-Za-z0-9]")
-_SENTENCE_END = re.compile(r"[.!?]+")
+_SENTENCE_END = re.compile(r"[.!?]+(?=[\s\"'’”)\]]|$)")
 _PS_MARK = re.compile(r"\bP\.\s?S\.", re.IGNORECASE)
 _HEADER = re.compile(r"^\s*SECTION\s+(\d+)\b")
-_TITLE = re.compile(r"<<[^<>\n]*[A-Za-z0-9][^<>\n]*>>")
+_TITLE = re.compile(r"<<([^<>\n]*)>>")
 _SEPARATOR_LINE = re.compile(r"^\s*\*{3,}\s*$")
 _BULLET = re.compile(r"^\s*[*-]\s+\S")
 _PARAGRAPH_SPLIT = re.compile(r"\s*\*{3}\s*")
 _POSTSCRIPT = re.compile(r"^[ \t\"']*P\.\s?S\.[ \t]*\S", re.IGNORECASE | re.MULTILINE)
-_PLACEHOLDER = re.compile(r"\[[^\[\]\n]*[A-Za-z][^\[\]\n]*\]")
+_PLACEHOLDER = re.compile(r"\[([^\[\]\n]*)\]")
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.DOTALL)
 
 
@@ -107,7 +107,8 @@ def _sentence_lines(text: str) -> list[str]:
 
 
 def count_sentences(text: str) -> int:
-    """Pieces of lines ending at ``.``/``!``/``?`` (or the line's end) that hold a letter or digit."""
+    """Pieces of lines ending at ``.``/``!``/``?`` before a space, a closing quote or bracket, or the line's end, that
+    hold a letter or digit."""
     return sum(1 for line in _sentence_lines(text) for piece in _SENTENCE_END.split(line) if _HAS_WORD.search(piece))
 
 
@@ -207,7 +208,7 @@ def _quotes(text: str, c: Constraint) -> bool:
 def _json(text: str, c: Constraint) -> bool:
     try:
         value = parse_json_answer(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(value, dict) and all(key in value for key in c.words)
 
@@ -223,11 +224,11 @@ def _postscript(text: str, c: Constraint) -> bool:
 
 
 def _title(text: str, c: Constraint) -> bool:
-    return _TITLE.search(text) is not None
+    return any(_HAS_WORD.search(m.group(1)) for m in _TITLE.finditer(text))
 
 
 def _placeholders(text: str, c: Constraint) -> bool:
-    return len(_PLACEHOLDER.findall(text)) >= c.n
+    return sum(1 for inner in _PLACEHOLDER.findall(text) if re.search("[A-Za-z]", inner)) >= c.n
 
 
 KINDS: dict[str, ConstraintKind] = {
@@ -339,7 +340,7 @@ def describe(c: Constraint) -> str:
     """The plain-English description shown to the model (e.g. ``Use at most 40 words.``)."""
     kind = KINDS[c.kind]
     if c.kind == "json":
-        keys = f" with the keys {_quoted(c.words, 'and')}" if c.words else ""
+        keys = f", with the keys {_quoted(c.words, 'and')}" if c.words else ""
         return kind.template.format(keys=keys)
     if c.kind == "forbidden_words":
         plural = "words" if len(c.words) > 1 else "word"
