@@ -115,8 +115,8 @@ def hindsight_prompt(sample: Sample, naive: bool = False) -> str:
         parts.append("Revise the draft so that it follows the instruction better.")
     else:
         parts.append("Revise the draft: keep the satisfied constraints, fix the unmet ones, and add no new facts.")
-    closing = answer_format_of(sample)
-    parts.append("Reply with the revised answer only." + (f" {closing}" if closing else ""))
+    # The arena's own answer format ("Reply with the response only.", "one ```python block") closes the prompt.
+    parts.append(answer_format_of(sample) or "Reply with the revised answer only.")
     return "\n\n".join(parts)
 
 
