@@ -11,11 +11,34 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
+from arena.core.errors import ArenaError
+
 
 @attrs.frozen
 class ChatMessage:
     role: str
     content: str
+
+
+@attrs.frozen
+class Guide:
+    """Token-level guidance of a segment by an expert model (MENTOR, arXiv 2510.04140).
+
+    At each position of a guided segment the backend samples from
+    ``p_mix = (1 - w) * p_policy + w * p_expert`` with ``w = min(1, H_t / gamma)``, where ``H_t`` is the policy's
+    next-token entropy there. ``expert`` is a model spec the backend can load (``model:tiny``, a registered name,
+    a local checkpoint directory or a hub id); it must share the policy's tokenizer. ``gamma`` (> 0) is the
+    entropy at which the expert takes over completely.
+    """
+
+    expert: str
+    gamma: float
+
+    def __attrs_post_init__(self) -> None:
+        if not self.expert:
+            raise ValueError("a Guide needs an expert model spec")
+        if not self.gamma > 0:
+            raise ValueError(f"a Guide needs gamma > 0, got {self.gamma}")
 
 
 @attrs.frozen
@@ -26,12 +49,17 @@ class Segment:
     ``max_new_tokens`` tokens; the next segment then continues the same completion. The last segment runs
     until the request's ``max_new_tokens`` or the end-of-sequence token. SGE uses two: the strategy at
     T = 1.2 until ``</strategy>``, then the rest at T = 0.7.
+
+    ``guide`` (None: plain sampling from the policy) mixes an expert's next-token distribution into this
+    segment's sampling (see ``Guide``); the behaviour log-prob of a guided token is then its log-prob under the
+    mixture it was drawn from. Only the ``hf`` backend samples guided segments; the others raise ``ArenaError``.
     """
 
     temperature: float = 1.0
     top_p: float = 1.0
     stop: tuple[str, ...] = ()
     max_new_tokens: int | None = None
+    guide: Guide | None = None
 
 
 @attrs.frozen
@@ -65,7 +93,12 @@ class Completion:
     """One sampled continuation.
 
     ``logprobs[i]`` is the behaviour log-prob of ``token_ids[i]`` under the distribution it was sampled from
-    (logits divided by ``temperatures[i]``, after top-p); the trainer recomputes with the same temperatures.
+    (logits divided by ``temperatures[i]``, after top-p); the trainer recomputes with the same temperatures. In a
+    guided segment (``Segment.guide``) that distribution is the policy/expert mixture.
+
+    ``entropies[i]`` (empty when the backend does not measure it) is the entropy in nats of the policy's own
+    next-token distribution at position ``i``, the one it samples from on its own (logits / T, after top-p; at
+    T = 0 the T = 1 distribution, as for the greedy log-prob). MENTOR derives its threshold γ from it.
     """
 
     text: str
@@ -74,6 +107,19 @@ class Completion:
     temperatures: tuple[float, ...]
     prompt_token_ids: tuple[int, ...] = ()
     finish_reason: str = "stop"
+    entropies: tuple[float, ...] = ()
+
+
+def reject_guided(requests: Sequence[GenerationRequest], backend: str) -> None:
+    """Raise ``ArenaError`` if a request has a guided segment: backends other than ``hf`` cannot sample one."""
+    for request in requests:
+        for segment in request.segments:
+            if segment.guide is not None:
+                raise ArenaError(
+                    f"MENTOR's guided sampling runs in the hf backend; the {backend} backend cannot mix the expert "
+                    f"{segment.guide.expert!r} into its sampling. Run the learner with model:NAME@hf, or drop the "
+                    "mentor plugin."
+                )
 
 
 @runtime_checkable

@@ -10,11 +10,27 @@ their own moments, and the randomness of a row must not depend on what else is i
   so a long answer does not make short ones pay;
 * each row draws one uniform per step from a counter-based hash, splitmix64(row seed, step), computed in torch int64
   ops, and samples by inverse CDF — the same seed gives the same draws whatever the batch around it;
-* the trainer shares ``backend.model`` itself, so weights never need copying (``sync_weights`` is a no-op).
+* the trainer shares ``backend.model`` itself, so weights never need copying (``sync_weights`` is a no-op);
+* every token also records the entropy of the policy's own sampling distribution there (``Completion.entropies``).
+
+Guided segments (``Segment.guide``, MENTOR): rows whose request has a guided segment are also fed, token for token,
+to the guide's expert model, which keeps its own left-padded batch and KV cache over exactly those rows (experts
+are loaded once per spec and cached on the backend; they must share the policy's tokenizer). At a position inside a
+guided segment the row samples from ``p_mix = (1 - w) p_policy + w p_expert``, ``w = min(1, H_t / gamma)``, where
+
+* ``p_policy`` and ``p_expert`` are each the distribution that model would sample from on its own at the segment's
+  settings: logits / T, then truncated to *its own* top-p nucleus and renormalised (top-p = 1: no truncation). So
+  with w = 0 a guided row samples the same distribution as an unguided one, and with w = 1 the expert's;
+* ``H_t`` is the entropy of ``p_policy`` (the value recorded in ``Completion.entropies``);
+* the token is drawn by inverse CDF over vocabulary order with the row's uniform, and the behaviour log-prob is
+  ``log p_mix(token)``: the distribution actually sampled from. Guided segments need T > 0.
+
+Rows without a guide, and every position outside a guided segment, are sampled exactly as without this feature.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -24,6 +40,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 
 from arena.core.backends.base import Completion, GenerationRequest, Segment
+from arena.core.errors import ArenaError
 from arena.core.models import resolve_model
 from arena.core.seeding import derive_seed
 
@@ -127,6 +144,70 @@ def sample_tokens(
     return tokens, logprobs
 
 
+def sampling_logprobs(logits: torch.Tensor, temperatures: torch.Tensor, top_ps: torch.Tensor) -> torch.Tensor:
+    """``[rows, vocab]`` float64 log-probs of the distribution each row samples from in ``sample_tokens``.
+
+    ``log_softmax(logits / T)`` (T = 1 for greedy rows, as their recorded log-prob), restricted to the top-p nucleus
+    chosen by the same rule as ``sample_tokens`` and renormalised; ``-inf`` outside the nucleus.
+    """
+    logits = logits.float()
+    greedy = temperatures <= 0
+    scale = torch.where(greedy, torch.ones_like(temperatures), temperatures).to(logits.dtype)
+    logp = torch.log_softmax(logits / scale.unsqueeze(-1), dim=-1).double()
+    nucleus = ~greedy & (top_ps < 1.0)
+    if bool(nucleus.any()):
+        idx = nucleus.nonzero().squeeze(-1)
+        sorted_logp, order = logp[idx].sort(dim=-1, descending=True, stable=True)
+        probs = sorted_logp.exp()
+        before = probs.cumsum(dim=-1) - probs
+        keep_sorted = before < top_ps[idx].double().unsqueeze(-1)
+        keep_sorted[:, 0] = True
+        keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+        total = (probs * keep_sorted).sum(dim=-1, keepdim=True)
+        logp[idx] = torch.where(keep, logp[idx] - total.log(), torch.full_like(logp[idx], -math.inf))
+    return logp
+
+
+def entropy_of(logp: torch.Tensor) -> torch.Tensor:
+    """Entropy in nats of each row of a ``[rows, vocab]`` log-prob tensor (``-inf`` entries contribute 0)."""
+    probs = logp.exp()
+    return -torch.where(probs > 0, probs * logp, torch.zeros_like(logp)).sum(dim=-1)
+
+
+def mixture_probs(
+    policy_logp: torch.Tensor, expert_logp: torch.Tensor, gammas: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """MENTOR's token-level mixture: ``(p_mix [rows, vocab] float64, w [rows])``.
+
+    ``w = min(1, H / gamma)`` with ``H`` the entropy of the policy's row; ``p_mix = (1 - w) p_policy + w p_expert``.
+    Both inputs are sampling log-probs (``sampling_logprobs``) over the same vocabulary.
+    """
+    policy_logp, expert_logp = policy_logp.double(), expert_logp.double()
+    weight = (entropy_of(policy_logp) / gammas.double()).clamp(min=0.0, max=1.0)
+    w = weight.unsqueeze(-1)
+    return (1.0 - w) * policy_logp.exp() + w * expert_logp.exp(), weight
+
+
+def sample_from_probs(probs: torch.Tensor, uniforms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inverse-CDF draw over vocabulary order from ``[rows, vocab]`` probabilities: ``(tokens, log-probs)``.
+
+    The log-prob is that of the drawn token under ``probs`` renormalised to sum 1 (it already does up to rounding).
+    """
+    probs = probs.double()
+    vocab = probs.shape[-1]
+    cdf = probs.cumsum(dim=-1)
+    total = cdf[:, -1]
+    target = (uniforms.double() * total).unsqueeze(-1)
+    picked = torch.searchsorted(cdf, target, right=True).clamp(max=vocab - 1)
+    # Rounding can leave the target at the very top of the CDF, past the last token with mass: step back to it.
+    mass = probs.gather(-1, picked).squeeze(-1)
+    if bool((mass <= 0).any()):
+        last = vocab - 1 - (probs.flip(-1) > 0).double().argmax(dim=-1)
+        picked = torch.where((mass <= 0).unsqueeze(-1), last.unsqueeze(-1), picked)
+        mass = probs.gather(-1, picked).squeeze(-1)
+    return picked.squeeze(-1), mass.log() - total.log()
+
+
 # --- per-row bookkeeping --------------------------------------------------------------------------------------------
 
 
@@ -140,6 +221,9 @@ class _Row:
     tokens: list[int] = attrs.field(factory=list)
     logprobs: list[float] = attrs.field(factory=list)
     temperatures: list[float] = attrs.field(factory=list)
+    entropies: list[float] = attrs.field(factory=list)
+    #: The expert spec of the request's guided segments (None: no segment is guided).
+    expert: str | None = None
     segment: int = 0
     segment_start: int = 0
     finish_reason: str | None = None
@@ -151,6 +235,22 @@ class _Row:
     @property
     def is_last_segment(self) -> bool:
         return self.segment == len(self.request.segments) - 1
+
+
+@attrs.define
+class _ExpertRun:
+    """An expert following some rows of the batch: its own left-padded batch, attention mask and KV cache."""
+
+    model: PreTrainedModel
+    rows: list[int]
+    cache: DynamicCache
+    mask: torch.Tensor
+    next_position: torch.Tensor
+    logits: torch.Tensor
+
+
+#: A probe for "same tokenizer": ids of this text must agree between policy and expert.
+_TOKENIZER_PROBE = "The expert checks: <action>left</action> 0123456789 {}[]()!? Café naïve — 東京 🎲\n\tdone."
 
 
 def _tail_tokens(stops: Sequence[str]) -> int:
@@ -198,6 +298,8 @@ class HFBackend:
                 )
         assert tokenizer is not None
         self.tokenizer: PreTrainedTokenizerBase = tokenizer
+        #: Expert models of guided segments, loaded once per spec (``expert``/``add_expert``).
+        self.experts: dict[str, PreTrainedModel] = {}
         self.model.eval()
         self.eos_ids = _eos_ids(self.model, self.tokenizer)
         pad = self.tokenizer.pad_token_id
@@ -214,6 +316,51 @@ class HFBackend:
 
         Kept so that trainers can call ``backend.sync_weights(...)`` on every backend alike (vLLM must copy).
         """
+
+    # --- experts (guided segments) ---------------------------------------------------------------------------------
+
+    def expert(self, spec: str) -> PreTrainedModel:
+        """The expert model of ``spec``, loaded on first use onto the policy's device and dtype, then cached.
+
+        ``spec`` is resolved like the backend's own model: ``model:NAME`` or ``NAME`` (a registered model, a local
+        directory or a hub id); an ``@BACKEND`` suffix is ignored (the expert always runs here, next to the policy).
+        Raises ``ArenaError`` when it cannot be loaded or does not share the policy's tokenizer.
+        """
+        cached = self.experts.get(spec)
+        if cached is not None:
+            return cached
+        name = spec.removeprefix("model:").partition("@")[0]
+        try:
+            path = resolve_model(name)
+            local = Path(path).exists()
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=local)
+            dtype = next(self.model.parameters()).dtype
+            loaded = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=local)
+        except ArenaError:
+            raise
+        except Exception as error:
+            raise ArenaError(f"cannot load the guide's expert model {spec!r}: {error}") from error
+        return self.add_expert(spec, cast(Any, loaded).to(self.device), tokenizer)
+
+    def add_expert(
+        self, spec: str, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None = None
+    ) -> PreTrainedModel:
+        """Use an already loaded ``model`` as the expert of ``spec`` (tests; a model shared with something else).
+
+        With ``tokenizer`` given it must match the policy's (``check_shared_tokenizer``); the model's vocabulary must
+        cover the policy's tokenizer either way.
+        """
+        if tokenizer is not None:
+            check_shared_tokenizer(self.tokenizer, tokenizer, spec)
+        width = int(model.get_output_embeddings().weight.shape[0])
+        if width < len(self.tokenizer):
+            raise ArenaError(
+                f"the guide's expert {spec!r} scores {width} tokens but the policy's tokenizer has "
+                f"{len(self.tokenizer)}: they do not share a vocabulary"
+            )
+        model.eval()
+        self.experts[spec] = model
+        return model
 
     # --- prompts --------------------------------------------------------------------------------------------------
 
@@ -255,6 +402,10 @@ class HFBackend:
     @torch.inference_mode()
     def generate(self, requests: Sequence[GenerationRequest]) -> list[list[Completion]]:
         """``request.n`` completions per request, in order, all rows sampled in one batched loop."""
+        for request in requests:
+            spec = _request_expert(request)
+            if spec is not None:
+                self.expert(spec)  # load (and check) before any sampling starts
         rows: list[_Row] = []
         for position, request in enumerate(requests):
             prompt = self.prompt_ids(request)
@@ -264,7 +415,7 @@ class HFBackend:
                     if request.seed is not None
                     else derive_seed("hf-position", position, k)
                 )
-                row = _Row(request=request, prompt=prompt, key=row_key(seed))
+                row = _Row(request=request, prompt=prompt, key=row_key(seed), expert=_request_expert(request))
                 while not row.is_last_segment and row.current.max_new_tokens == 0:
                     row.segment += 1  # a leading segment allowed zero tokens is skipped outright
                 rows.append(row)
@@ -284,6 +435,7 @@ class HFBackend:
                         temperatures=tuple(row.temperatures),
                         prompt_token_ids=tuple(row.prompt),
                         finish_reason=row.finish_reason or "length",
+                        entropies=tuple(row.entropies),
                     )
                 )
             out.append(completions)
@@ -311,10 +463,16 @@ class HFBackend:
         ).logits[:, -1, :]
         next_position = positions[:, -1] + 1
         active = list(range(len(rows)))
+        experts = self._start_experts(rows)
         settings = self._settings([rows[i] for i in active], device)
         step = 0
         while True:
-            tokens, logprobs = sample_tokens(logits, settings[0], settings[1], row_uniforms(keys, step))
+            uniforms = row_uniforms(keys, step)
+            tokens, logprobs = sample_tokens(logits, settings[0], settings[1], uniforms)
+            policy_logp = sampling_logprobs(logits, settings[0], settings[1])
+            entropy_list = entropy_of(policy_logp).tolist()
+            if experts:
+                self._guided_draws(rows, active, experts, logits, policy_logp, settings, uniforms, tokens, logprobs)
             token_list = tokens.tolist()
             logprob_list = logprobs.tolist()
             still: list[int] = []
@@ -322,12 +480,16 @@ class HFBackend:
             for j, i in enumerate(active):
                 row = rows[i]
                 segment = row.segment
-                self._advance(row, token_list[j], logprob_list[j])
+                self._advance(row, token_list[j], logprob_list[j], entropy_list[j])
                 switched = switched or row.segment != segment
                 if row.finish_reason is None:
                     still.append(j)
             if not still:
                 return
+            if experts:
+                # Feed every expert the tokens its rows just drew; rows that finished leave its batch.
+                position = {i: j for j, i in enumerate(active)}
+                experts = self._step_experts(experts, rows, tokens, position)
             if len(still) < len(active):
                 keep = torch.tensor(still, dtype=torch.long, device=device)
                 cache.batch_select_indices(keep)
@@ -348,18 +510,111 @@ class HFBackend:
             next_position = next_position + 1
             step += 1
 
+    # --- guided segments ------------------------------------------------------------------------------------------
+
+    def _start_experts(self, rows: Sequence[_Row]) -> list[_ExpertRun]:
+        """Prefill each expert on the prompts of the rows it guides (one left-padded batch and cache per expert)."""
+        device = self.device
+        by_spec: dict[str, list[int]] = {}
+        for i, row in enumerate(rows):
+            if row.expert is not None:
+                by_spec.setdefault(row.expert, []).append(i)
+        runs = []
+        for spec, members in by_spec.items():
+            model = self.experts[spec]
+            width = max(len(rows[i].prompt) for i in members)
+            input_ids = torch.full((len(members), width), self.pad_id, dtype=torch.long)
+            mask = torch.zeros((len(members), width), dtype=torch.long)
+            for k, i in enumerate(members):
+                prompt = rows[i].prompt
+                input_ids[k, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+                mask[k, width - len(prompt) :] = 1
+            input_ids, mask = input_ids.to(device), mask.to(device)
+            positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)
+            cache = DynamicCache(config=model.config)
+            logits = model(
+                input_ids=input_ids,
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            ).logits[:, -1, :]
+            runs.append(_ExpertRun(model, list(members), cache, mask, positions[:, -1] + 1, logits))
+        return runs
+
+    @staticmethod
+    def _guided_draws(
+        rows: Sequence[_Row],
+        active: Sequence[int],
+        experts: Sequence[_ExpertRun],
+        logits: torch.Tensor,
+        policy_logp: torch.Tensor,
+        settings: tuple[torch.Tensor, torch.Tensor],
+        uniforms: torch.Tensor,
+        tokens: torch.Tensor,
+        logprobs: torch.Tensor,
+    ) -> None:
+        """Redraw, in place, the tokens (and log-probs) of the rows now in a guided segment from the mixture."""
+        guided = [j for j, i in enumerate(active) if rows[i].current.guide is not None]
+        if not guided:
+            return
+        where = {i: (run, k) for run in experts for k, i in enumerate(run.rows)}
+        vocab = logits.shape[-1]
+        expert_logits = torch.stack(
+            [_fit_width(where[active[j]][0].logits[where[active[j]][1]], vocab) for j in guided]
+        )
+        idx = torch.tensor(guided, dtype=torch.long, device=logits.device)
+        expert_logp = sampling_logprobs(expert_logits, settings[0][idx], settings[1][idx])
+        gammas = torch.tensor(
+            [cast(Any, rows[active[j]].current.guide).gamma for j in guided], dtype=torch.float64, device=logits.device
+        )
+        probs, _ = mixture_probs(policy_logp[idx], expert_logp, gammas)
+        picked, picked_logp = sample_from_probs(probs, uniforms[idx])
+        tokens[idx] = picked
+        logprobs[idx] = picked_logp.to(logprobs.dtype)
+
+    def _step_experts(
+        self, experts: list[_ExpertRun], rows: Sequence[_Row], tokens: torch.Tensor, position: dict[int, int]
+    ) -> list[_ExpertRun]:
+        """Feed each expert its rows' new tokens; rows that finished or have no guided segment left leave it."""
+        remaining = []
+        for run in experts:
+            alive = [k for k, i in enumerate(run.rows) if rows[i].finish_reason is None and _guided_ahead(rows[i])]
+            if not alive:
+                continue
+            if len(alive) < len(run.rows):
+                keep = torch.tensor(alive, dtype=torch.long, device=run.mask.device)
+                run.cache.batch_select_indices(keep)
+                run.mask, run.next_position = run.mask[keep], run.next_position[keep]
+                run.rows = [run.rows[k] for k in alive]
+                run.mask = _trim_padding(run.cache, run.mask)
+            feed = tokens[torch.tensor([position[i] for i in run.rows], dtype=torch.long, device=tokens.device)]
+            run.mask = torch.cat([run.mask, run.mask.new_ones((run.mask.shape[0], 1))], dim=-1)
+            run.logits = run.model(
+                input_ids=feed.unsqueeze(-1),
+                attention_mask=run.mask,
+                position_ids=run.next_position.unsqueeze(-1),
+                past_key_values=run.cache,
+                use_cache=True,
+            ).logits[:, -1, :]
+            run.next_position = run.next_position + 1
+            remaining.append(run)
+        return remaining
+
     @staticmethod
     def _settings(rows: Sequence[_Row], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         temperatures = torch.tensor([r.current.temperature for r in rows], dtype=torch.float32, device=device)
         top_ps = torch.tensor([r.current.top_p for r in rows], dtype=torch.float32, device=device)
         return temperatures, top_ps
 
-    def _advance(self, row: _Row, token: int, logprob: float) -> None:
+    def _advance(self, row: _Row, token: int, logprob: float, entropy: float) -> None:
         """Record a sampled token, then decide whether the row switches segment or finishes."""
         segment = row.current
         row.tokens.append(token)
         row.logprobs.append(logprob)
         row.temperatures.append(float(segment.temperature))
+        row.entropies.append(entropy)
         count = len(row.tokens)
         if token in self.eos_ids:
             row.finish_reason = "stop"
@@ -394,6 +649,56 @@ class HFBackend:
         tail = tokens[max(start, len(tokens) - _tail_tokens(stops)) :]
         text = self.decode(tail)
         return any(text.endswith(s) for s in stops if s)
+
+
+def _request_expert(request: GenerationRequest) -> str | None:
+    """The expert spec of a request's guided segments; one expert per request, and guided segments need T > 0."""
+    guides = [segment.guide for segment in request.segments if segment.guide is not None]
+    if not guides:
+        return None
+    specs = {guide.expert for guide in guides}
+    if len(specs) > 1:
+        raise ArenaError(f"a request's guided segments must share one expert, got {sorted(specs)}")
+    if any(segment.guide is not None and segment.temperature <= 0 for segment in request.segments):
+        raise ArenaError("a guided segment needs a temperature > 0 (the mixture of two greedy choices is undefined)")
+    return guides[0].expert
+
+
+def _guided_ahead(row: _Row) -> bool:
+    """Whether the row's current or a later segment is guided (the expert still needs to follow it)."""
+    return any(segment.guide is not None for segment in row.request.segments[row.segment :])
+
+
+def _fit_width(logits: torch.Tensor, vocab: int) -> torch.Tensor:
+    """An expert's logits over the policy's ``vocab`` columns: extra columns (padding beyond the shared tokenizer)
+    are dropped, missing ones get ``-inf``."""
+    logits = logits.float()
+    width = logits.shape[-1]
+    if width >= vocab:
+        return logits[..., :vocab]
+    pad = logits.new_full((*logits.shape[:-1], vocab - width), -math.inf)
+    return torch.cat([logits, pad], dim=-1)
+
+
+def check_shared_tokenizer(policy: PreTrainedTokenizerBase, expert: PreTrainedTokenizerBase, spec: str = "") -> None:
+    """Raise ``ArenaError`` unless ``expert`` has the policy's vocabulary size and encodes a probe text identically.
+
+    Token-level mixing adds the two models' probabilities token id by token id, which only means something when
+    the ids name the same strings.
+    """
+    name = f" {spec!r}" if spec else ""
+    if len(policy) != len(expert):
+        raise ArenaError(
+            f"the guide's expert{name} does not share the policy's tokenizer: {len(expert)} tokens against "
+            f"{len(policy)}; MENTOR mixes next-token distributions id by id, so it needs the same tokenizer"
+        )
+    ours = list(policy(_TOKENIZER_PROBE, add_special_tokens=False)["input_ids"])
+    theirs = list(expert(_TOKENIZER_PROBE, add_special_tokens=False)["input_ids"])
+    if ours != theirs:
+        raise ArenaError(
+            f"the guide's expert{name} does not share the policy's tokenizer: the same text encodes to different "
+            "token ids; MENTOR mixes next-token distributions id by id, so it needs the same tokenizer"
+        )
 
 
 def _trim_padding(cache: DynamicCache, mask: torch.Tensor) -> torch.Tensor:
@@ -450,4 +755,15 @@ def make_hf_backend(model: str, **options: Any) -> HFBackend:
     return HFBackend(model, **options)
 
 
-__all__ = ["HFBackend", "make_hf_backend", "row_key", "row_uniforms", "sample_tokens"]
+__all__ = [
+    "HFBackend",
+    "check_shared_tokenizer",
+    "entropy_of",
+    "make_hf_backend",
+    "mixture_probs",
+    "row_key",
+    "row_uniforms",
+    "sample_from_probs",
+    "sample_tokens",
+    "sampling_logprobs",
+]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from arena.core.backends.base import Completion, GenerationRequest, Segment
+from arena.core.backends.base import Completion, GenerationRequest, Segment, reject_guided
 
 Responder = Callable[[GenerationRequest, np.random.Generator], str]
 
@@ -77,6 +77,8 @@ class ScriptedBackend:
         self.batch_sizes: list[int] = []
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[list[Completion]]:
+        # Its log-probs are placeholders (0), so it cannot honestly report a mixture's log-probs: refuse guides.
+        reject_guided(requests, self.name)
         self.batch_sizes.append(len(requests))
         out: list[list[Completion]] = []
         for position, request in enumerate(requests):

@@ -47,7 +47,7 @@ import numpy as np
 import structlog
 import torch
 
-from arena.core.backends.base import ChatMessage, Completion, GenerationRequest, Segment
+from arena.core.backends.base import ChatMessage, Completion, GenerationRequest, Segment, reject_guided
 from arena.core.errors import ArenaError
 
 log = structlog.get_logger("arena.backends.vllm")
@@ -220,6 +220,7 @@ class VLLMBackend:
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[list[Completion]]:
         """``request.n`` completions per request, in order; one ``LLM.generate`` call per phase (see module doc)."""
+        reject_guided(requests, self.name)
         self.batch_sizes.append(len(requests))
         rows: list[_Row] = []
         for index, request in enumerate(requests):
