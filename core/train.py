@@ -89,6 +89,7 @@ def trial_specs_for(
                         "opponent": m.opponent or None,
                         "learner_seat": seats.index(learner.seat_spec),
                         "group_index": k,
+                        "group_size": config.group_size,
                         "iteration": iteration,
                         "run_seed": config.seed,
                     },
