@@ -193,16 +193,26 @@ class Trainer:
         for _ in range(self.optim_config.epochs):
             for start in range(0, len(order), per_minibatch):
                 minibatch = [samples[i] for i in order[start : start + per_minibatch]]
-                weights = token_weights(
-                    [len(s.completion_ids) for s in minibatch],
-                    self.loss_config.aggregation,
-                    self.loss_config.seq_sum_constant,
-                )
+                # DPO samples are sequence-level (their own term, below): they neither take part in nor dilute
+                # the token aggregation of the other samples.
+                token_level = [i for i, s in enumerate(minibatch) if not s.loss.startswith("dpo")]
+                weights = [0.0] * len(minibatch)
+                for i, w in zip(
+                    token_level,
+                    token_weights(
+                        [len(minibatch[i].completion_ids) for i in token_level],
+                        self.loss_config.aggregation,
+                        self.loss_config.seq_sum_constant,
+                    ),
+                    strict=True,
+                ):
+                    weights[i] = w
+                pairs = len({s.meta.get("pair") for s in minibatch if s.loss == "dpo_chosen"})
                 ok = True
                 step_loss = 0.0
                 for micro in self.micro_batches(minibatch):
                     batch = [minibatch[i] for i in micro]
-                    loss, stats = self._micro_loss(batch, [weights[i] for i in micro], len(minibatch))
+                    loss, stats = self._micro_loss(batch, [weights[i] for i in micro], pairs)
                     if not torch.isfinite(loss):
                         ok = False
                         break
@@ -245,7 +255,7 @@ class Trainer:
         return metrics
 
     def _micro_loss(
-        self, batch: Sequence[Sample], weights: Sequence[float], minibatch_size: int
+        self, batch: Sequence[Sample], weights: Sequence[float], minibatch_pairs: int
     ) -> tuple[torch.Tensor, dict[str, float]]:
         cfg = self.loss_config
         device = self.accelerator.device
@@ -303,7 +313,7 @@ class Trainer:
                 kl = losses.kl_k3(logp, ref_logp)
                 total = total + cfg.kl_coef * (kl * w).sum()
                 stats["train/kl"] = float(((kl * mask).sum() / mask.sum().clamp(min=1)).detach())
-            dpo_total, dpo_stats = self._dpo(batch, logp, ref_logp, mask, minibatch_size)
+            dpo_total, dpo_stats = self._dpo(batch, logp, ref_logp, mask, minibatch_pairs)
             total = total + dpo_total
             stats.update(dpo_stats)
         assert entropy is not None  # requested above
@@ -330,9 +340,9 @@ class Trainer:
         c = torch.tensor([chosen[k] for k in keys], device=logp.device)
         r = torch.tensor([rejected[k] for k in keys], device=logp.device)
         loss, info = losses.dpo(seq[c], seq[r], ref_seq[c], ref_seq[r], self.loss_config.dpo_beta)
-        pairs_in_minibatch = max(1, n // 2)
         stats = {f"train/dpo_{k}": float(v) for k, v in info.items()}
-        return loss * len(keys) / pairs_in_minibatch, stats
+        # ``loss`` is the mean over this micro-batch's pairs; the minibatch's DPO term is the mean over all its pairs.
+        return loss * len(keys) / max(1, n), stats
 
     # -- state ----------------------------------------------------------------------------------------------
 

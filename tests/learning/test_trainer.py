@@ -172,6 +172,25 @@ def test_dpo_pairs_start_at_log_two(toy) -> None:
     assert metrics["train/loss"] == pytest.approx(math.log(2), abs=1e-5)
 
 
+def test_dpo_and_sft_in_one_minibatch_are_each_weighted_by_their_own_kind(toy) -> None:
+    """DPO is the mean over the minibatch's pairs; SFT is a token mean over the SFT samples only (not the pairs')."""
+    _, make = toy
+    raw = sampled(toy, n=6)
+    batch = []
+    for i in range(0, 4, 2):
+        batch.append(attrs_evolve(raw[i], loss="dpo_chosen", meta={"pair": i}))
+        batch.append(attrs_evolve(raw[i + 1], loss="dpo_rejected", meta={"pair": i}))
+    sft = [attrs_evolve(raw[4], loss="sft"), attrs_evolve(raw[5], loss="sft")]
+    model = make()
+    logp, _, mask = policy_logprobs(
+        model, [s.context_ids for s in sft], [s.completion_ids for s in sft], [s.temperatures for s in sft], pad_id=0
+    )
+    nll = float(-(logp * mask).sum() / mask.sum())
+    trainer = Trainer(model, OptimConfig(lr=1e-3, micro_batch_tokens=10), LossConfig(dpo_beta=0.1, sft_coef=0.5))
+    metrics = trainer.update(batch + sft)
+    assert metrics["train/loss"] == pytest.approx(math.log(2) + 0.5 * nll, abs=1e-4)
+
+
 def test_non_finite_loss_skips_the_step(toy) -> None:
     _, make = toy
     model = make()
