@@ -128,3 +128,36 @@ class OpponentFactory(Protocol):
 
 def moves_by_action(moves: Sequence[Move]) -> dict[int, Move]:
     return {m.action: m for m in moves}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Single-agent task arenas (coding, instruct): shared bookkeeping
+# --------------------------------------------------------------------------------------------------------------
+
+
+def pick_task_index(
+    task_ids: Sequence[str], seed: int | None, options: dict[str, Any] | None, rng: Any, where: str
+) -> int:
+    """Which task an episode plays: ``options["task_id"]`` if given, else ``seed % len``, else a draw from ``rng``.
+
+    ``where`` names the task list in the error for an unknown id ("split 'test' with tiers (1, 2)").
+    """
+    if options and options.get("task_id") is not None:
+        if options["task_id"] not in task_ids:
+            raise ValueError(f"task {options['task_id']!r} is not in {where}")
+        return list(task_ids).index(options["task_id"])
+    if seed is not None:
+        return int(seed) % len(task_ids)
+    return int(rng.randrange(len(task_ids)))
+
+
+def open_single_agent_episode(env: Any, info: dict[str, Any]) -> None:
+    """Reset the PettingZoo bookkeeping of a one-seat AEC env (``player_0`` to move, nothing earned yet)."""
+    env.agents = list(env.possible_agents)
+    env.agent_selection = env.possible_agents[0]
+    agent = env.agent_selection
+    env.rewards = {agent: 0.0}
+    env._cumulative_rewards = {agent: 0.0}
+    env.terminations = {agent: False}
+    env.truncations = {agent: False}
+    env.infos = {agent: info}

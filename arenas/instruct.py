@@ -29,7 +29,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from arena.arenas.base import Move, ParseResult, SeatView
+from arena.arenas.base import Move, ParseResult, SeatView, open_single_agent_episode, pick_task_index
 from arena.arenas.instruct_constraints import KINDS, Constraint, compatible, count_sentences, count_words
 
 __all__ = [
@@ -460,25 +460,13 @@ class InstructEnv(AECEnv[str, np.ndarray, str]):
         return np.array([self.task_index, int(self.response is not None)], dtype=np.int64)
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        if options and options.get("task_id") is not None:
-            ids = [t.task_id for t in self.tasks]
-            if options["task_id"] not in ids:
-                raise ValueError(f"task {options['task_id']!r} is not in split {self.split!r} of this env")
-            self.task_index = ids.index(options["task_id"])
-        elif seed is not None:
-            self.task_index = int(seed) % len(self.tasks)
-        else:
-            self.task_index = self._rng.randrange(len(self.tasks))
+        self.task_index = pick_task_index(
+            [t.task_id for t in self.tasks], seed, options, self._rng, f"split {self.split!r} of this env"
+        )
         self.task = self.tasks[self.task_index]
         self.response = None
         self.satisfied = None
-        self.agents = list(self.possible_agents)
-        self.agent_selection = "player_0"
-        self.rewards = {"player_0": 0.0}
-        self._cumulative_rewards = {"player_0": 0.0}
-        self.terminations = {"player_0": False}
-        self.truncations = {"player_0": False}
-        self.infos = {"player_0": {"task_id": self.task.task_id, "tier": self.task.tier}}
+        open_single_agent_episode(self, {"task_id": self.task.task_id, "tier": self.task.tier})
 
     def step(self, action: Any) -> None:
         agent = self.agent_selection
