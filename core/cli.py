@@ -351,7 +351,12 @@ def sft_cmd(data: Path, model_spec: str, out: Path, epochs: int, lr: float, batc
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None, help="Write a PNG of the curves.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def compare_cmd(
-    run_dirs: tuple[Path, ...], metric: str, levels: tuple[float, ...], window: int, plot_path: Path | None, as_json: bool
+    run_dirs: tuple[Path, ...],
+    metric: str,
+    levels: tuple[float, ...],
+    window: int,
+    plot_path: Path | None,
+    as_json: bool,
 ) -> None:
     """Runs side by side: a metric against rollouts played, and the samples each needed to reach --level."""
     from arena.core.compare import compare_runs, format_table, plot

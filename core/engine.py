@@ -428,6 +428,7 @@ class RolloutEngine:
             earlier_episodes=tuple(state.episodes),
             reflections=tuple(state.reflections),
             answer_format=answer_format(view) if (answer_format := getattr(adapter, "answer_format", None)) else None,
+            default_segment=Segment(temperature=self.config.prompt.temperature, top_p=self.config.prompt.top_p),
         )
 
     def _plan(
@@ -436,7 +437,7 @@ class RolloutEngine:
         memories = [item for _, items in self.plugins.call("retrieve_memory", turn=turn) for item in items]
         plans: list[tuple[str, ActionPlan]] = self.plugins.call("pre_action", turn=turn)
         prompt_cfg = self.config.prompt
-        segments: tuple[Segment, ...] = (Segment(temperature=prompt_cfg.temperature, top_p=prompt_cfg.top_p),)
+        segments: tuple[Segment, ...] = (turn.default_segment or Segment(prompt_cfg.temperature, prompt_cfg.top_p),)
         max_new_tokens = prompt_cfg.max_new_tokens
         owner: str | None = None
         for name, plan in plans:

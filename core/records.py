@@ -108,6 +108,9 @@ class Turn:
     reflections: tuple[Reflection, ...]
     #: The adapter's ``answer_format`` for free-text arenas (their ``legal_moves`` is empty); None: pick a move.
     answer_format: str | None = None
+    #: How the engine samples this turn when no plugin plans otherwise (``trial.prompt``'s temperature and top-p);
+    #: a plugin that replaces the sampling plan (MENTOR's guided segment) copies it.
+    default_segment: Segment | None = None
 
 
 @attrs.frozen

@@ -44,8 +44,8 @@ Hooks:
 | ``alpha_start`` | ``1.0`` | α at iteration 0 |
 | ``decay_iterations`` | ``120`` | iterations over which α decays to 0; mixed rollouts stop then |
 | ``expert_cap`` | ``99.0`` | cap on a group's summed mixed advantages before α (the code's ``expert_cap``) |
-| ``temperature`` | ``1.0`` | temperature of the guided segment: keep it equal to ``trial.prompt.temperature`` |
-| ``top_p`` | ``1.0`` | top-p of the guided segment: keep it equal to ``trial.prompt.top_p`` |
+| ``temperature`` | ``0.0`` | temperature of the guided segment; 0: the turn's own (``trial.prompt.temperature``) |
+| ``top_p`` | ``0.0`` | top-p of the guided segment; 0: the turn's own (``trial.prompt.top_p``) |
 | ``std_norm`` | ``true`` | divide on-policy advantages by the on-policy std (as GRPO's switch) |
 | ``eps`` | ``1e-6`` | added to that std |
 | ``unbiased_std`` | ``true`` | Bessel-corrected std, as ``grpo`` |
@@ -69,8 +69,9 @@ Decisions and differences from the paper and its code:
 * **γ** uses the entropies recorded while sampling (``Completion.entropies``) rather than a recomputation before
   the update; the policy is the same, so the values agree up to the top-p truncation (none at top-p 1). Only
   the learner's action tokens count (not reflections).
-* **Sampling plan**: the guided segment replaces the engine's default one, so ``temperature``/``top_p`` must be
-  given here; another plugin that sets ``segments`` (SGE) cannot be combined with ``mentor``.
+* **Sampling plan**: the guided segment replaces the engine's default one and copies its temperature and top-p
+  (``Turn.default_segment``) unless ``temperature``/``top_p`` are set; another plugin that sets ``segments``
+  (SGE) cannot be combined with ``mentor``.
 * Outside a training run (no ``group_index``/``iteration`` in the trial's meta, or ``training`` false) the
   plugin plans nothing.
 """
@@ -104,8 +105,8 @@ DEFAULTS: Mapping[str, Any] = {
     "alpha_start": 1.0,
     "decay_iterations": 120,
     "expert_cap": 99.0,
-    "temperature": 1.0,
-    "top_p": 1.0,
+    "temperature": 0.0,
+    "top_p": 0.0,
     "std_norm": True,
     "eps": 1e-6,
     "unbiased_std": True,
@@ -131,10 +132,10 @@ def settings(options: Mapping[str, Mapping[str, Any]] | None, need_expert: bool 
         raise ConfigError(f"plugin {NAME!r}: decay_iterations must be at least 1, got {opts['decay_iterations']}")
     if not opts["expert_cap"] > 0:
         raise ConfigError(f"plugin {NAME!r}: expert_cap must be > 0, got {opts['expert_cap']}")
-    if not opts["temperature"] > 0:
-        raise ConfigError(f"plugin {NAME!r}: temperature must be > 0 (guided sampling needs one)")
-    if not 0.0 < opts["top_p"] <= 1.0:
-        raise ConfigError(f"plugin {NAME!r}: top_p must be in (0, 1], got {opts['top_p']}")
+    if opts["temperature"] < 0:
+        raise ConfigError(f"plugin {NAME!r}: temperature must be > 0 (or 0: the turn's own), got {opts['temperature']}")
+    if not 0.0 <= opts["top_p"] <= 1.0:
+        raise ConfigError(f"plugin {NAME!r}: top_p must be in (0, 1] (or 0: the turn's own), got {opts['top_p']}")
     return opts
 
 
@@ -278,7 +279,12 @@ class Mentor:
         if gamma is None:  # no previous batch: sampled on-policy, still counted as mixed (see the module doc)
             return ActionPlan(source=NAME, meta=meta)
         meta.update(guided=True, gamma=gamma)
-        segment = Segment(temperature=opts["temperature"], top_p=opts["top_p"], guide=Guide(opts["expert"], gamma))
+        default = turn.default_segment or Segment()
+        segment = Segment(
+            temperature=opts["temperature"] or default.temperature,
+            top_p=opts["top_p"] or default.top_p,
+            guide=Guide(opts["expert"], gamma),
+        )
         return ActionPlan(segments=(segment,), source=NAME, meta=meta)
 
     @hookimpl
