@@ -286,6 +286,12 @@ def eval_cmd(
 @click.option("--learner", default=None, help="Learner of a run. [default: the config's first]")
 @click.option("--checkpoint", type=click.Path(path_type=Path), default=None, help="Checkpoint dir. [default: latest]")
 @click.option("--initial", is_flag=True, help="Evaluate the run's starting model (same plugins), not its checkpoint.")
+@click.option(
+    "--model",
+    "model_spec",
+    default=None,
+    help="With a run: evaluate this model spec (and --plugin) under the run's tasks and trial settings.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as one JSON object.")
 def passk_cmd(
     target: str,
@@ -298,6 +304,7 @@ def passk_cmd(
     learner: str | None,
     checkpoint: Path | None,
     initial: bool,
+    model_spec: str | None,
     as_json: bool,
 ) -> None:
     """pass@k of a single-agent policy: TARGET is a run directory or a model spec (model:tiny)."""
@@ -306,10 +313,23 @@ def passk_cmd(
 
     overrides = {"split": split} if split else {}
     if Path(target).is_dir():
-        report = evaluate_run_tasks(Path(target), tasks, samples, learner, checkpoint, initial, first_seed, overrides)
+        report = evaluate_run_tasks(
+            Path(target),
+            tasks,
+            samples,
+            learner,
+            checkpoint,
+            initial,
+            first_seed,
+            overrides,
+            model=model_spec,
+            model_plugins=plugin_names,
+        )
     else:
         if arena_id is None:
             raise click.UsageError("--arena is needed when TARGET is a model spec")
+        if model_spec is not None:
+            raise click.UsageError("--model compares with a run: TARGET must be a run directory")
         report = evaluate_tasks(
             target,
             arena_id,

@@ -172,10 +172,16 @@ def evaluate_run_tasks(
     first_seed: int | None = None,
     arena_kwargs: Mapping[str, Any] | None = None,
     progress: bool | None = None,
+    model: str | None = None,
+    model_plugins: Sequence[str] = (),
 ) -> dict[str, Any]:
     """pass@k of a run's learner: its checkpoint (plugins and their state restored), or with ``initial`` the
     model it started from with the same plugins, on the run's evaluation tasks (``eval.arena_kwargs``, such as
-    the held-out split, over the run's ``arena_kwargs``; ``arena_kwargs`` overrides both)."""
+    the held-out split, over the run's ``arena_kwargs``; ``arena_kwargs`` overrides both).
+
+    ``model`` evaluates another model spec (with ``model_plugins``) under exactly the run's conditions: its arena,
+    tasks, seeds and trial settings (answer budget, temperature, invalid-answer policy). That is how a model
+    trained elsewhere (SAFARI's SFT/DPO models) is compared with the run's."""
     import torch
 
     from arena.core.evaluation import learner_plugins, open_run
@@ -185,7 +191,9 @@ def evaluate_run_tasks(
     if config.torch_threads:
         torch.set_num_threads(config.torch_threads)
     kwargs = {**config.arena_kwargs, **config.eval.arena_kwargs, **dict(arena_kwargs or {})}
-    if initial:
+    if model is not None:
+        seat, plugins = model, PluginSet(list(model_plugins))
+    elif initial:
         seat, plugins = info.learner.seat_spec, PluginSet(list(info.learner.plugins))
     else:
         seat, plugins = info.seat_spec, learner_plugins(info)
@@ -201,6 +209,8 @@ def evaluate_run_tasks(
         first_seed=config.eval.seed if first_seed is None else first_seed,
         progress=progress,
     )
+    if model is not None:
+        return {"run": str(info.run_dir), "model": model, "plugins": list(model_plugins), **report}
     return {
         "run": str(info.run_dir),
         "checkpoint": None if initial else str(info.checkpoint),

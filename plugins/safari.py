@@ -68,7 +68,7 @@ from arena.core.markers import hookimpl
 from arena.core.prompts import build_turn_prompt
 from arena.core.records import Step, TrialSpec, Turn
 from arena.core.seeding import derive_seed
-from arena.core.settings import PromptConfig
+from arena.core.settings import PromptConfig, TrialConfig
 
 NAME = "safari"
 LEARNER_SEAT_SPEC = "model:learner"
@@ -872,19 +872,30 @@ class SafariConfig:
     pairs: PairOptions = attrs.field(factory=PairOptions)
     dpo: DPOOptions = attrs.field(factory=DPOOptions)
     eval: EvalOptions = attrs.field(factory=EvalOptions)
+    #: How evaluation trials are played (invalid-answer policy, answer budget, temperature): set it to the
+    #: ``trial`` section of the RL run SAFARI is compared with, so both are measured the same way.
+    trial: TrialConfig = attrs.field(factory=TrialConfig)
 
 
-def evaluate_model(model_spec: str, game: Game, options: EvalOptions) -> dict[str, Any]:
+def evaluate_model(
+    model_spec: str, game: Game, options: EvalOptions, trial: TrialConfig | None = None
+) -> dict[str, Any]:
     """pass@k on a one-player arena; win rate and mean return against the opponents in a game."""
     from arena.core.engine import RolloutEngine
     from arena.core.passk import evaluate_tasks
     from arena.core.plugins import PluginSet
-    from arena.core.settings import TrialConfig
 
+    trial = trial or TrialConfig()
     kwargs = {**game.arena_kwargs, **options.arena_kwargs}
     if len(game.agents) == 1:
         report = evaluate_tasks(
-            model_spec, game.arena, kwargs, options.tasks, options.samples, first_seed=options.first_seed
+            model_spec,
+            game.arena,
+            kwargs,
+            options.tasks,
+            options.samples,
+            trial_config=trial,
+            first_seed=options.first_seed,
         )
         return {
             "pass_at_k": report["pass_at_k"],
@@ -904,7 +915,7 @@ def evaluate_model(model_spec: str, game: Game, options: EvalOptions) -> dict[st
         for seed in range(options.first_seed, options.first_seed + options.tasks)
         for j in range(options.samples)
     ]
-    trials = RolloutEngine(PluginSet([]), TrialConfig()).run(specs)
+    trials = RolloutEngine(PluginSet([]), trial).run(specs)
     outcomes = [t.final.outcomes[game.learner] for t in trials]
     return {
         "games": len(trials),
@@ -977,7 +988,7 @@ def run_pipeline(config: SafariConfig, out: Path, progress: bool | None = None) 
     summary["dpo"] = run_dpo(out / "pairs" / "pairs.jsonl", sft_spec, out / "dpo", config.dpo, progress)
     if config.eval.tasks > 0:
         summary["eval"] = {
-            label: evaluate_model(spec, game, config.eval)
+            label: evaluate_model(spec, game, config.eval, config.trial)
             for label, spec in (("base", config.model), ("sft", sft_spec), ("dpo", f"model:{out / 'dpo'}"))
         }
     summary["seconds"] = round(time.perf_counter() - started, 3)

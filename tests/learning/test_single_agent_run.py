@@ -90,6 +90,9 @@ def test_single_agent_run_plays_alone_and_counts_outcomes(tmp_path: Path, toy_di
     assert trained["step"] == 2 and initial["step"] == 0 and initial["checkpoint"] is None
     assert [r["seed"] for r in trained["per_task"]] == [r["seed"] for r in initial["per_task"]]
     assert trained["seat"] != initial["seat"] and set(trained["pass_at_k"]) == {"1", "2"}
+    other = evaluate_run_tasks(out, tasks=3, samples=2, model=f"model:{toy_dir}", progress=False)
+    assert other["model"] == f"model:{toy_dir}" and other["seat"] == f"model:{toy_dir}"
+    assert [r["seed"] for r in other["per_task"]] == [r["seed"] for r in initial["per_task"]]  # the run's tasks
     result = CliRunner().invoke(cli, ["eval", str(out), "--games", "2", "--json"])
     assert result.exit_code == 0, result.output
     assert '"tasks": 2' in result.output and '"pass_at_k"' in result.output  # a single-agent run: pass@k
