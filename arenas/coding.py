@@ -361,17 +361,26 @@ _DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]", re.MULTILINE)
 _IMPORT = re.compile(r"^(?:import[ \t]+[\w.]+|from[ \t]+[\w.]+[ \t]+import[ \t]).*$")
 
 
-def extract_code(answer: str) -> str:
-    """The code in a model's answer: the last ```python block, else the last ``` block, else everything from the
-    first ``def`` (or ``import`` before it), else the answer itself (so the tests fail and the feedback says why)."""
+def extract_code(answer: str, function: str | None = None) -> str:
+    """The code in a model's answer: the last ```python block (else the last ``` block) that defines ``function``,
+    else the last ```python block, else the last ``` block, else everything from the first ``def`` (or ``import``
+    before it), else the answer itself (so the tests fail and the feedback says why).
+
+    Small models often follow a correct solution with a second block of usage (``assert f(2) == 4``); taking the
+    block that defines the asked-for function scores the solution, not the demo.
+    """
     if not isinstance(answer, str):
         return ""
     blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(answer)]
     python = [body for lang, body in blocks if lang in ("python", "py", "python3")]
-    if python:
-        return python[-1].strip("\n")
-    if blocks:
-        return blocks[-1][1].strip("\n")
+    candidates = python or [body for _, body in blocks]
+    if function:
+        defining = re.compile(rf"^\s*(async\s+)?def\s+{re.escape(function)}\s*\(", re.MULTILINE)
+        chosen = [body for body in candidates if defining.search(body)]
+        if chosen:
+            return chosen[-1].strip("\n")
+    if candidates:
+        return candidates[-1].strip("\n")
     match = _DEF.search(answer)
     if match is None:
         return answer.strip()
@@ -535,7 +544,7 @@ class CodingAdapter:
     def parse_answer(self, view: SeatView, answer: str) -> ParseResult:
         """Always an action: code that cannot run fails the tests, and the feedback says why."""
         try:
-            code = extract_code(answer)
+            code = extract_code(answer, _env(view).task.name)
         except Exception:  # defensive: a parser bug must not crash a rollout
             code = answer if isinstance(answer, str) else ""
         return ParseResult(action=code, move=self.action_name(view, code))

@@ -359,3 +359,14 @@ def test_trials_through_the_rollout_engine() -> None:
         prompt = step.prompt[-1].content
         assert task.prompt() in prompt and "Legal moves:" not in prompt
         assert prompt.rstrip().endswith("Write the complete function in one ```python code block.")
+
+
+def test_the_block_that_defines_the_function_is_scored_not_a_later_demo() -> None:
+    env = CodingEnv()
+    env.reset(seed=0)
+    name = env.task.name
+    answer = f"```python\ndef {name}(*args):\n    return 1\n```\n\nUsage:\n```python\nassert {name}(2) == 1\n```"
+    parsed = env.arena_text_adapter.parse_answer(view(env), answer)
+    assert parsed.action == f"def {name}(*args):\n    return 1"
+    assert extract_code(answer) == f"assert {name}(2) == 1"  # without the name: the last block, as before
+    assert extract_code("```python\nx = 1\n```", "missing") == "x = 1"  # no block defines it: the last one
