@@ -71,12 +71,18 @@ def test_every_shipped_config_validates() -> None:
     import yaml
 
     from arena.core.train_config import TrainConfig
+    from arena.plugins.safari import SafariConfig
 
     shipped = [p for p in resources.files("arena.configs").iterdir() if p.name.endswith(".yaml")]
     assert len(shipped) >= 3
     for entry in shipped:
         raw = yaml.safe_load(entry.read_text())
-        cls = TrainConfig if "learners" in raw or "opponents" in raw else PlayConfig
+        if "expert" in raw:  # `arena safari run` pipelines
+            cls: type = SafariConfig
+        elif "learners" in raw or "opponents" in raw:
+            cls = TrainConfig
+        else:
+            cls = PlayConfig
         load_config(cls, str(entry))
 
 
