@@ -258,6 +258,31 @@ def _tail_tokens(stops: Sequence[str]) -> int:
     return max(len(s.encode("utf-8")) for s in stops) + 8
 
 
+def _prefill(
+    model: Any, prompts: Sequence[Sequence[int]], pad_id: int, device: Any
+) -> tuple[torch.Tensor, DynamicCache, torch.Tensor, torch.Tensor]:
+    """Run left-padded ``prompts`` through ``model`` once: the last position's logits, the KV cache, the attention
+    mask and each row's next position id (the policy and every expert start their decoding from here)."""
+    width = max(len(p) for p in prompts)
+    input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for i, prompt in enumerate(prompts):
+        input_ids[i, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
+        mask[i, width - len(prompt) :] = 1
+    input_ids, mask = input_ids.to(device), mask.to(device)
+    positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)
+    cache = DynamicCache(config=model.config)
+    logits = model(
+        input_ids=input_ids,
+        attention_mask=mask,
+        position_ids=positions,
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    ).logits[:, -1, :]
+    return logits, cache, mask, positions[:, -1] + 1
+
+
 class HFBackend:
     """Samples completions from a ``transformers`` causal LM; see the module docstring for how and why.
 
@@ -443,25 +468,8 @@ class HFBackend:
 
     def _run(self, rows: list[_Row]) -> None:
         device = self.device
-        width = max(len(r.prompt) for r in rows)
-        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, row in enumerate(rows):
-            input_ids[i, width - len(row.prompt) :] = torch.tensor(row.prompt, dtype=torch.long)
-            mask[i, width - len(row.prompt) :] = 1
-        input_ids, mask = input_ids.to(device), mask.to(device)
-        positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)
         keys = torch.tensor([r.key for r in rows], dtype=torch.int64, device=device)
-        cache = DynamicCache(config=self.model.config)
-        logits = self.model(
-            input_ids=input_ids,
-            attention_mask=mask,
-            position_ids=positions,
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=1,
-        ).logits[:, -1, :]
-        next_position = positions[:, -1] + 1
+        logits, cache, mask, next_position = _prefill(self.model, [r.prompt for r in rows], self.pad_id, device)
         active = list(range(len(rows)))
         experts = self._start_experts(rows)
         settings = self._settings([rows[i] for i in active], device)
@@ -522,25 +530,8 @@ class HFBackend:
         runs = []
         for spec, members in by_spec.items():
             model = self.experts[spec]
-            width = max(len(rows[i].prompt) for i in members)
-            input_ids = torch.full((len(members), width), self.pad_id, dtype=torch.long)
-            mask = torch.zeros((len(members), width), dtype=torch.long)
-            for k, i in enumerate(members):
-                prompt = rows[i].prompt
-                input_ids[k, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
-                mask[k, width - len(prompt) :] = 1
-            input_ids, mask = input_ids.to(device), mask.to(device)
-            positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)
-            cache = DynamicCache(config=model.config)
-            logits = model(
-                input_ids=input_ids,
-                attention_mask=mask,
-                position_ids=positions,
-                past_key_values=cache,
-                use_cache=True,
-                logits_to_keep=1,
-            ).logits[:, -1, :]
-            runs.append(_ExpertRun(model, list(members), cache, mask, positions[:, -1] + 1, logits))
+            logits, cache, mask, next_position = _prefill(model, [rows[i].prompt for i in members], self.pad_id, device)
+            runs.append(_ExpertRun(model, list(members), cache, mask, next_position, logits))
         return runs
 
     @staticmethod
