@@ -3,10 +3,12 @@
 One iteration: matchmaking by the population (``arena.populations``: for every learner, groups of
 ``group_size`` trials, each group one opponent from the pool, one seed and one learner seat) → each learner's
 rollout engine plays all of its trials at once → ``match_end`` (ratings, opponent statistics) → samples →
-``compute_rewards`` terms → ``augment_group`` (HeRL, GOLF: extra generations batched across groups, scored by
-the arena) → ``compute_returns`` → ``compute_advantages`` (the learner's estimator plugin) →
-``normalize_advantages`` → ``training_view`` → ``Trainer.update`` → ``evolve_population`` (snapshots join the
-pool) → metrics line, ``population.json``, rollout dump, checkpoint, evaluation.
+``compute_rewards`` terms → with ``dynamic_sampling`` (DAPO), extra rounds of fresh groups until ``groups`` of them
+have a reward spread, the rest dropped from training (``arena.core.dynamic_sampling``) → ``augment_group`` (HeRL,
+GOLF: extra generations batched across groups, scored by the arena) → ``compute_returns`` →
+``compute_advantages`` (the learner's estimator plugin) → ``normalize_advantages`` → ``training_view`` →
+``Trainer.update`` → ``evolve_population`` (snapshots join the pool) → metrics line, ``population.json``, rollout
+dump, checkpoint, evaluation.
 
 Everything random is derived from ``seed`` and the iteration, so a CPU run is repeatable bit for bit and a
 resumed run (after ``kill -9``) continues exactly: the checkpoint holds weights, optimizer, scheduler, RNG
@@ -38,6 +40,7 @@ from tqdm import tqdm
 from arena import arenas
 from arena.core import catalog
 from arena.core import checkpoint as ck
+from arena.core import dynamic_sampling as ds
 from arena.core.augment import Augmentation, GroupTask, ScoredAnswer, augmentable_groups
 from arena.core.backends.base import ChatMessage, Completion, GenerationRequest
 from arena.core.config import to_dict
@@ -62,8 +65,9 @@ def trial_specs_for(
 ) -> list[TrialSpec]:
     """``group_size`` trials per matchup: same seed, same opponent, the learner in the matchup's seat.
 
-    ``meta`` carries the iteration and the run seed (EMPO² draws its per-iteration memory mode from them) and
-    ``group_index``, the trial's position in its group (MENTOR guides the second half of every group).
+    ``meta`` carries the iteration and the run seed (EMPO² draws its per-iteration memory mode from them),
+    ``group_index``, the trial's position in its group (MENTOR guides the second half of every group), and
+    ``max_new_tokens``, the answer budget (the ``overlong`` plugin's default L_max).
     """
     specs = []
     for m in groups:
@@ -92,6 +96,7 @@ def trial_specs_for(
                         "group_size": config.group_size,
                         "iteration": iteration,
                         "run_seed": config.seed,
+                        "max_new_tokens": config.trial.prompt.max_new_tokens,
                     },
                     options=dict(learner.config.options),
                 )
@@ -435,8 +440,9 @@ class Run:
         # Samples name the opponent by its pool member name (a snapshot's name, not its directory).
         return [attrs.evolve(s, opponent=opponents.get(s.trial_id) or s.opponent) for s in samples]
 
-    def credit(self, learner: Learner, trials: Sequence[TrialRecord], samples: list[Sample]) -> list[Sample]:
-        """Reward terms from plugins, returns, advantages, normalisation, training view."""
+    def rewarded(self, learner: Learner, trials: Sequence[TrialRecord], samples: list[Sample]) -> list[Sample]:
+        """``samples`` with the reward terms of the ``compute_rewards`` plugins added, trial by trial."""
+        samples = list(samples)
         plugins = learner.plugins
         by_trial: dict[str, list[int]] = {}
         for i, s in enumerate(samples):
@@ -454,6 +460,47 @@ class Run:
                         raise ArenaError(f"plugin {name!r} sets reward term(s) {sorted(clash)} that already exist")
                     current.update(terms)
                     samples[indices[j]] = attrs.evolve(samples[indices[j]], reward_terms=current)
+        return samples
+
+    def resample(
+        self, learner: Learner, trials: Sequence[TrialRecord], samples: Sequence[Sample]
+    ) -> tuple[list[TrialRecord], list[TrialRecord], list[Sample], dict[str, float]]:
+        """DAPO's dynamic sampling (``dynamic_sampling``; ``arena.core.dynamic_sampling``) for one learner.
+
+        While fewer than ``groups`` of the played groups are informative and rounds remain, play that many fresh
+        matchups (seeded by run seed, iteration and round). Returns every trial played (ratings, rollout metrics),
+        the trials and rewarded samples of the kept groups, and the extra rounds' cost plus the ``dynamic/...``
+        metrics.
+        """
+        cfg = self.config.dynamic_sampling
+        trials, samples = list(trials), list(samples)
+        extra: dict[str, float] = {"rollout_seconds": 0.0, "requests": 0.0, "generated": 0.0}
+        rounds = 0
+        while True:
+            informative = ds.informative_groups(ds.group_rewards(samples, cfg.reward_terms), cfg.min_std)
+            missing = self.config.groups - len(informative)
+            if missing <= 0 or rounds >= cfg.max_rounds:
+                break
+            rounds += 1
+            matchups = ds.extra_matchups(
+                self.population, learner.name, self.iteration, rounds, missing, self.config.learner_seat
+            )
+            more, played = self.play(learner, matchups)
+            new = self.experience(learner, more)
+            extra["rollout_seconds"] += played["rollout_seconds"]
+            extra["requests"] += played["requests"]
+            extra["generated"] += sum(len(s.completion_ids) for s in new)
+            trials.extend(more)
+            samples.extend(self.rewarded(learner, more, new))
+        groups = list(dict.fromkeys(t.spec.group_id or t.spec.trial_id for t in trials))
+        kept = set(ds.keep_groups(groups, informative, self.config.groups))
+        summary = ds.RoundsSummary(rounds, len(groups), len(informative), len(kept))
+        kept_trials = [t for t in trials if (t.spec.group_id or t.spec.trial_id) in kept]
+        return trials, kept_trials, [s for s in samples if s.group_id in kept], {**extra, **summary.metrics()}
+
+    def credit(self, learner: Learner, trials: Sequence[TrialRecord], samples: list[Sample]) -> list[Sample]:
+        """Returns, advantages, normalisation, training view of rewarded samples (``rewarded``)."""
+        plugins = learner.plugins
         options = learner.config.options
         if plugins.implements("augment_group"):
             samples = self.augment(learner, trials, samples)
@@ -641,12 +688,22 @@ class Run:
                 continue
             key = functools.partial(self._key, learner)
             trials, played = self.play(learner, mine)
-            times[key("time/rollout")] = played["rollout_seconds"]
             samples = self.experience(learner, trials)
             generated = sum(len(s.completion_ids) for s in samples)
             t1 = time.perf_counter()
-            samples = self.credit(learner, trials, samples)
-            times[key("time/credit")] = time.perf_counter() - t1
+            samples = self.rewarded(learner, trials, samples)
+            credit_seconds = time.perf_counter() - t1
+            kept = trials
+            if self.config.dynamic_sampling.enabled:  # DAPO: replace the groups without a reward spread
+                trials, kept, samples, extra = self.resample(learner, trials, samples)
+                played["rollout_seconds"] += extra.pop("rollout_seconds")
+                played["requests"] += int(extra.pop("requests"))
+                generated += int(extra.pop("generated"))
+                metrics.update({key(name): value for name, value in extra.items()})
+            times[key("time/rollout")] = played["rollout_seconds"]
+            t1 = time.perf_counter()
+            samples = self.credit(learner, kept, samples)
+            times[key("time/credit")] = credit_seconds + time.perf_counter() - t1
             for name, value in self.augment_metrics.pop(learner.name, {}).items():
                 (times if name.startswith("time/") else metrics)[key(name)] = value
             t2 = time.perf_counter()

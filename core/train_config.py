@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 import attrs
 
-from arena.core.settings import TrialConfig, _positive
+from arena.core.settings import TrialConfig, _non_negative, _positive
 from arena.core.trainer import LossConfig, OptimConfig
 from arena.populations.settings import PopulationConfig
 
@@ -56,6 +56,31 @@ class CheckpointConfig:
     keep: int = attrs.field(default=3, validator=_positive)
 
 
+def _non_negative_float(instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:
+    if not value >= 0:
+        raise ValueError(f"{attribute.name} must be at least 0, got {value}")
+
+
+@attrs.frozen
+class DynamicSamplingConfig:
+    """DAPO's dynamic sampling (Yu et al. 2025, arXiv 2503.14476, section 3.2), per learner; off by default.
+
+    A group whose trials all got the same reward has zero group-relative advantage: it adds no gradient, only
+    dilutes the batch. With ``enabled``, groups count as *informative* when the population std of their trials'
+    rewards exceeds ``min_std`` (and the rewards are not all equal); while fewer than ``groups`` are informative,
+    up to ``max_rounds`` extra rounds play fresh matchups for the missing count. Then the first ``groups``
+    informative groups in play order train (all informative ones if the rounds ran out); the others are dropped
+    from the update, though they count in the population's ratings as played. A trial's reward is the mean reward
+    of its samples, summed over ``reward_terms`` (empty: every term; ``[env]``: the environment's reward only,
+    DAPO's accuracy filter that ignores its overlong penalty). See ``arena.core.dynamic_sampling``.
+    """
+
+    enabled: bool = False
+    max_rounds: int = attrs.field(default=3, validator=_non_negative)
+    min_std: float = attrs.field(default=0.0, validator=_non_negative_float)
+    reward_terms: list[str] = attrs.field(factory=list)
+
+
 @attrs.frozen
 class TrainConfig:
     """``groups`` groups of ``group_size`` trials per iteration; each group faces one opponent from the same seed."""
@@ -83,3 +108,11 @@ class TrainConfig:
     backend_options: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     max_live_trials: int = attrs.field(default=512, validator=_positive)
     torch_threads: int = 0
+    #: DAPO's dynamic sampling: replace groups whose trials all got the same reward (off by default).
+    dynamic_sampling: DynamicSamplingConfig = attrs.field(factory=DynamicSamplingConfig)
+
+    def __attrs_post_init__(self) -> None:
+        if self.dynamic_sampling.enabled and self.group_size < 2:
+            raise ValueError(
+                f"dynamic_sampling needs group_size >= 2 (a group of {self.group_size} trial never has a reward spread)"
+            )

@@ -1,0 +1,106 @@
+"""overlong: DAPO's soft overlong punishment (Yu et al. 2025, arXiv 2503.14476, section 3.4, equation 13).
+
+A completion cut off at the generation budget is punished for its length although its reasoning may be sound;
+DAPO instead shapes the reward with a length-aware penalty that starts ``cache`` tokens before the budget
+``max_length`` (L_max) and grows linearly to −1 at it::
+
+    R_length(y) = 0                                   |y| ≤ L_max − L_cache
+                = ((L_max − L_cache) − |y|) / L_cache   L_max − L_cache < |y| ≤ L_max
+                = −1                                  L_max < |y|
+
+added to the environment's reward as the reward term ``overlong`` = ``coef`` · R_length (DAPO: L_max 20480,
+L_cache 4096, i.e. a fifth; its code's ``overlong_penalty_factor`` is ``coef``). ``|y|`` is the number of
+completion tokens of the sample (``Sample.completion_ids``). Every targeted sample gets the term, 0 when short.
+
+Defaults: ``max_length`` is the trial's answer budget (``trial.prompt.max_new_tokens``, which ``arena train`` puts
+in ``TrialSpec.meta["max_new_tokens"]``); ``cache`` is ``max_length // 5``. Only ``action`` samples are shaped by
+default: reflections and tips have budgets of their own (list their kinds, e.g. ``reflection:mage``, in ``kinds``
+to shape them against the same ``max_length``). Samples added by ``augment_group`` (HeRL, GOLF) come after the
+reward terms and are not shaped.
+
+DAPO's other variant, *overlong filtering* (mask the loss of truncated samples), is not offered: a sample has no
+loss weight or mask a reward plugin could set.
+
+Hooks: ``compute_rewards``.
+
+| setting | default | meaning |
+| --- | --- | --- |
+| ``max_length`` | the trial's ``max_new_tokens`` | L_max in tokens |
+| ``cache`` | ``max_length // 5`` | L_cache in tokens, 0 ≤ cache ≤ max_length |
+| ``coef`` | ``1.0`` | scale of the penalty (DAPO's ``overlong_penalty_factor``) |
+| ``kinds`` | ``["action"]`` | sample kinds that are shaped |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from arena.core.errors import ConfigError
+from arena.core.markers import hookimpl
+from arena.core.records import TrialRecord
+from arena.core.samples import Sample
+from arena.plugins._options import read_options
+
+NAME = "overlong"
+TERM = "overlong"
+#: ``max_length`` and ``cache`` default to values that depend on the trial (None here); the rest as usual.
+LENGTH_KEYS = ("max_length", "cache")
+DEFAULTS: Mapping[str, Any] = {"coef": 1.0, "kinds": ["action"]}
+
+
+def soft_overlong_penalty(length: int, max_length: int, cache: int) -> float:
+    """DAPO's R_length for a completion of ``length`` tokens: 0, then linear down to −1 at ``max_length``, then −1."""
+    if not 0 <= cache <= max_length:
+        raise ValueError(f"cache must be between 0 and max_length ({max_length}), got {cache}")
+    expected = max_length - cache
+    if length <= expected:
+        return 0.0
+    if length <= max_length:
+        return (expected - length) / cache  # cache > 0 here: expected < length <= max_length
+    return -1.0
+
+
+def settings(options: Mapping[str, Mapping[str, Any]] | None, trial_max_new_tokens: Any = None) -> dict[str, Any]:
+    """The settings with ``max_length`` and ``cache`` resolved (``trial_max_new_tokens``: the default L_max)."""
+    given = dict((options or {}).get(NAME) or {})
+    lengths = {key: given.pop(key) for key in LENGTH_KEYS if key in given}
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise ConfigError(
+            f"plugin {NAME!r}: unknown setting(s) {', '.join(map(repr, unknown))}; "
+            f"known: {', '.join(sorted([*DEFAULTS, *LENGTH_KEYS]))}"
+        )
+    opts = read_options({NAME: given}, NAME, DEFAULTS)
+    for key, value in lengths.items():
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise ConfigError(f"plugin {NAME!r}: setting {key!r} should be an int, got {value!r}")
+    max_length = lengths.get("max_length")
+    if max_length is None:
+        max_length = trial_max_new_tokens
+    if max_length is None:
+        raise ConfigError(
+            f"plugin {NAME!r}: set options.{NAME}.max_length (L_max in tokens); this trial does not say its "
+            "max_new_tokens"
+        )
+    if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1:
+        raise ConfigError(f"plugin {NAME!r}: max_length must be a positive int, got {max_length!r}")
+    cache = lengths.get("cache")
+    if cache is None:
+        cache = max_length // 5
+    if not 0 <= cache <= max_length:
+        raise ConfigError(f"plugin {NAME!r}: cache must be between 0 and max_length ({max_length}), got {cache}")
+    if not all(isinstance(kind, str) for kind in opts["kinds"]):
+        raise ConfigError(f"plugin {NAME!r}: kinds must be a list of sample kinds, got {opts['kinds']!r}")
+    return {**opts, "max_length": max_length, "cache": cache}
+
+
+@hookimpl
+def compute_rewards(trial: TrialRecord, samples: list[Sample]) -> dict[int, dict[str, float]]:
+    opts = settings(trial.spec.options, trial.spec.meta.get("max_new_tokens"))
+    kinds = set(opts["kinds"])
+    return {
+        i: {TERM: opts["coef"] * soft_overlong_penalty(len(s.completion_ids), opts["max_length"], opts["cache"])}
+        for i, s in enumerate(samples)
+        if s.kind in kinds
+    }
