@@ -68,6 +68,7 @@ def trial_samples(
                             "details": episode.details.get(agent, {}),
                             "feedback": episode.summaries.get(agent, ""),
                             "plans": step.plans,
+                            "finish_reason": step.completion.finish_reason,
                         },
                     )
                 )

@@ -48,6 +48,9 @@ class LossConfig:
     low_prob_threshold: float = -5.0
     dpo_beta: float = 0.1
     sft_coef: float = 1.0
+    #: DAPO's overlong filtering: samples cut off at the answer budget (``finish_reason`` "length") take no part
+    #: in the loss; the soft alternative is the ``overlong`` reward plugin.
+    overlong_filter: bool = False
 
 
 @attrs.frozen
@@ -180,6 +183,8 @@ class Trainer:
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
         """Train on ``samples``; returns averaged metrics (losses, KL, entropy, clip fraction, tokens/s...)."""
         samples = [s for s in samples if s.completion_ids]
+        if self.loss_config.overlong_filter:
+            samples = [s for s in samples if s.meta.get("finish_reason") != "length"]
         started = time.perf_counter()
         sums: dict[str, float] = {}
         counts: dict[str, int] = {}

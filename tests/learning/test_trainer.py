@@ -213,3 +213,13 @@ def test_entropy_without_grad_keeps_values_and_frees_the_graph(toy) -> None:
     assert with_grad is not None and without is not None
     assert with_grad.requires_grad and not without.requires_grad and logp.requires_grad
     assert torch.allclose(with_grad.detach(), without)
+
+
+def test_overlong_filter_leaves_truncated_answers_out_of_the_loss(toy) -> None:
+    samples = sampled(toy)
+    cut = [attrs_evolve(s, meta={"finish_reason": "length" if i < 2 else "stop"}) for i, s in enumerate(samples)]
+    kept_tokens = sum(len(s.completion_ids) for s in cut[2:])
+    plain = Trainer(toy[1](), OptimConfig(lr=1e-3), LossConfig()).update(cut)
+    filtered = Trainer(toy[1](), OptimConfig(lr=1e-3), LossConfig(overlong_filter=True)).update(cut)
+    assert plain["train/samples"] == 6 and filtered["train/samples"] == 4
+    assert filtered["train/tokens"] == kept_tokens
