@@ -54,7 +54,6 @@ class TinyRecipe:
     eval_demos: DemoCounts = attrs.field(
         factory=lambda: DemoCounts(action=40, reflection=6, strategy=10, tip=6, tip_action=8, crops=0, trials=120)
     )
-    #: Arenas whose prompts are long (text_maze: a room description per step) get fewer demonstrations.
     #: Arenas whose prompts are long (text_maze: a room description per step) get fewer demonstrations. The
     #: coding arena has none: a model this size does not learn to write Python from a few hundred functions
     #: within the build budget (measured: 0 of 40 held-out answers compiled; docs/models.md).
