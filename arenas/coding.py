@@ -19,18 +19,13 @@ from __future__ import annotations
 import ast
 import json
 import math
-import random
 import re
-import string
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
-import numpy as np
-from gymnasium import spaces
-from pettingzoo import AECEnv
 
-from arena.arenas.base import Move, ParseResult, SeatView, open_single_agent_episode, pick_task_index
+from arena.arenas.base import Move, ParseResult, SeatView, SingleTaskTextEnv
 from arena.arenas.coding_tasks import CodingTask, TestCase, tasks_for
 from arena.arenas.sandbox import SandboxResult, run_python
 
@@ -395,7 +390,7 @@ def extract_code(answer: str, function: str | None = None) -> str:
     return "\n".join([*head[start:], answer[match.start() :]]).strip()
 
 
-class CodingEnv(AECEnv[str, np.ndarray, str]):
+class CodingEnv(SingleTaskTextEnv[CodingTask]):
     """Single-agent coding tasks (see the module docstring). The observation is ``[task index, attempts left]``;
     the text the model reads comes from the adapter (``env.unwrapped.arena_text_adapter``)."""
 
@@ -413,86 +408,52 @@ class CodingEnv(AECEnv[str, np.ndarray, str]):
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
         self.split = split
         self.tiers = None if tiers is None else tuple(int(t) for t in ([tiers] if isinstance(tiers, int) else tiers))
-        self.tasks = tasks_for(split, self.tiers)
-        if not self.tasks:
-            raise ValueError(f"no coding tasks in split {split!r} with tiers {self.tiers}")
         self.max_attempts = int(max_attempts)
         self.timeout_s = float(timeout_s)
         self.memory_mb = int(memory_mb)
-        self.possible_agents = ["player_0"]
-        self.agents: list[str] = []
-        self.render_mode = None
-        self.task_index = 0
-        self.task: CodingTask = self.tasks[0]
         self.results: list[CheckResult] = []
         self.submissions: list[str] = []
-        self._rng = random.Random(0)
-        high = np.array([len(self.tasks) - 1, self.max_attempts], dtype=np.int64)
-        self._observation_space = spaces.Box(low=0, high=high, shape=(2,), dtype=np.int64)
-        self._action_space = spaces.Text(max_length=MAX_CODE_CHARS, min_length=0, charset=string.printable)
-        self.arena_text_adapter = CodingAdapter()
-        self.rewards: dict[str, float] = {}
-        self._cumulative_rewards: dict[str, float] = {}
-        self.terminations: dict[str, bool] = {}
-        self.truncations: dict[str, bool] = {}
-        self.infos: dict[str, dict[str, Any]] = {}
-        self.agent_selection = "player_0"
-
-    def observation_space(self, agent: str) -> spaces.Box:
-        return self._observation_space
-
-    def action_space(self, agent: str) -> spaces.Text:
-        return self._action_space
+        super().__init__(
+            tasks_for(split, self.tiers),
+            counter_high=self.max_attempts,
+            max_text=MAX_CODE_CHARS,
+            adapter=CodingAdapter(),
+            no_tasks=f"no coding tasks in {self._task_list_name()}",
+        )
 
     @property
     def attempts_left(self) -> int:
         return self.max_attempts - len(self.results)
 
-    def observe(self, agent: str) -> np.ndarray:
-        return np.array([self.task_index, self.attempts_left], dtype=np.int64)
+    def _counter(self) -> int:
+        return self.attempts_left
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        self.task_index = pick_task_index(
-            [t.task_id for t in self.tasks], seed, options, self._rng, f"split {self.split!r} with tiers {self.tiers}"
-        )
-        self.task = self.tasks[self.task_index]
+    def _task_list_name(self) -> str:
+        return f"split {self.split!r} with tiers {self.tiers}"
+
+    def _start_task(self) -> None:
         self.results = []
         self.submissions = []
-        open_single_agent_episode(self, {"task_id": self.task.task_id, "tier": self.task.tier})
 
-    def step(self, action: Any) -> None:
-        agent = self.agent_selection
-        if self.terminations[agent] or self.truncations[agent]:
-            self._was_dead_step(action)
-            return
-        code = action if isinstance(action, str) else "" if action is None else str(action)
-        result = check_solution(self.task, code, timeout_s=self.timeout_s, memory_mb=self.memory_mb)
-        self.submissions.append(code)
+    def _answer(self, text: str) -> tuple[float, bool, dict[str, Any]]:
+        """Run the code against the hidden tests; the score is the reward once the episode ends (all passed, or
+        no attempts left), 0 before."""
+        result = check_solution(self.task, text, timeout_s=self.timeout_s, memory_mb=self.memory_mb)
+        self.submissions.append(text)
         self.results.append(result)
         done = result.all_passed or self.attempts_left <= 0
-        self._cumulative_rewards[agent] = 0.0
-        self.rewards = {agent: result.score if done else 0.0}
-        self.terminations = {agent: done}
-        self.infos = {
-            agent: {
-                "task_id": self.task.task_id,
-                "tier": self.task.tier,
-                "attempt": len(self.results),
-                "score": result.score,
-                "passed": list(result.passed),
-            }
+        info = {
+            "task_id": self.task.task_id,
+            "tier": self.task.tier,
+            "attempt": len(self.results),
+            "score": result.score,
+            "passed": list(result.passed),
         }
-        self._accumulate_rewards()
+        return (result.score if done else 0.0), done, info
 
     def arena_outcome(self, returns: Mapping[str, float], agent: str) -> str:
         """A win only when the last attempt passed every hidden test (a return of 1.0)."""
         return "win" if self.results and self.results[-1].all_passed else "loss"
-
-    def render(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
 
 
 def _env(view: SeatView) -> CodingEnv:

@@ -20,16 +20,12 @@ import functools
 import hashlib
 import json
 import random
-import string
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
-import numpy as np
-from gymnasium import spaces
-from pettingzoo import AECEnv
 
-from arena.arenas.base import Move, ParseResult, SeatView, open_single_agent_episode, pick_task_index
+from arena.arenas.base import Move, ParseResult, SeatView, SingleTaskTextEnv
 from arena.arenas.instruct_constraints import KINDS, Constraint, compatible, count_sentences, count_words
 
 __all__ = [
@@ -406,7 +402,7 @@ def critique(task: InstructTask, satisfied: Sequence[bool] | None) -> str:
 # ------------------------------------------------------------------------------------------ the env
 
 
-class InstructEnv(AECEnv[str, np.ndarray, str]):
+class InstructEnv(SingleTaskTextEnv[InstructTask]):
     """Single-agent instruction following (see the module docstring). The observation is ``[task index,
     answered]``; the text the model reads comes from the adapter (``env.unwrapped.arena_text_adapter``)."""
 
@@ -421,33 +417,15 @@ class InstructEnv(AECEnv[str, np.ndarray, str]):
         self.split = split
         self.tiers = None if tiers is None else tuple(int(t) for t in ([tiers] if isinstance(tiers, int) else tiers))
         self.task_ids = None if task_ids is None else tuple(str(t) for t in task_ids)
-        self.tasks = tasks_for(split, self.tiers, self.task_ids)
-        if not self.tasks:
-            raise ValueError(f"no instruct tasks in split {split!r} with tiers {self.tiers} and ids {self.task_ids}")
-        self.possible_agents = ["player_0"]
-        self.agents: list[str] = []
-        self.render_mode = None
-        self.task_index = 0
-        self.task: InstructTask = self.tasks[0]
         self.response: str | None = None
         self.satisfied: tuple[bool, ...] | None = None
-        self._rng = random.Random(0)
-        high = np.array([len(self.tasks) - 1, 1], dtype=np.int64)
-        self._observation_space = spaces.Box(low=0, high=high, shape=(2,), dtype=np.int64)
-        self._action_space = spaces.Text(max_length=MAX_RESPONSE_CHARS, min_length=0, charset=string.printable)
-        self.arena_text_adapter = InstructAdapter()
-        self.rewards: dict[str, float] = {}
-        self._cumulative_rewards: dict[str, float] = {}
-        self.terminations: dict[str, bool] = {}
-        self.truncations: dict[str, bool] = {}
-        self.infos: dict[str, dict[str, Any]] = {}
-        self.agent_selection = "player_0"
-
-    def observation_space(self, agent: str) -> spaces.Box:
-        return self._observation_space
-
-    def action_space(self, agent: str) -> spaces.Text:
-        return self._action_space
+        super().__init__(
+            tasks_for(split, self.tiers, self.task_ids),
+            counter_high=1,
+            max_text=MAX_RESPONSE_CHARS,
+            adapter=InstructAdapter(),
+            no_tasks=f"no instruct tasks in split {split!r} with tiers {self.tiers} and ids {self.task_ids}",
+        )
 
     @property
     def score(self) -> float:
@@ -456,47 +434,31 @@ class InstructEnv(AECEnv[str, np.ndarray, str]):
             return 0.0
         return sum(self.satisfied) / len(self.satisfied)
 
-    def observe(self, agent: str) -> np.ndarray:
-        return np.array([self.task_index, int(self.response is not None)], dtype=np.int64)
+    def _counter(self) -> int:
+        return int(self.response is not None)
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        self.task_index = pick_task_index(
-            [t.task_id for t in self.tasks], seed, options, self._rng, f"split {self.split!r} of this env"
-        )
-        self.task = self.tasks[self.task_index]
+    def _task_list_name(self) -> str:
+        return f"split {self.split!r} of this env"
+
+    def _start_task(self) -> None:
         self.response = None
         self.satisfied = None
-        open_single_agent_episode(self, {"task_id": self.task.task_id, "tier": self.task.tier})
 
-    def step(self, action: Any) -> None:
-        agent = self.agent_selection
-        if self.terminations[agent] or self.truncations[agent]:
-            self._was_dead_step(action)
-            return
-        self.response = (action if isinstance(action, str) else "" if action is None else str(action)).strip()
+    def _answer(self, text: str) -> tuple[float, bool, dict[str, Any]]:
+        """Check the stripped response against every rubric; one answer ends the episode."""
+        self.response = text.strip()
         self.satisfied = evaluate(self.task, self.response)
-        self._cumulative_rewards[agent] = 0.0
-        self.rewards = {agent: self.score}
-        self.terminations = {agent: True}
-        self.infos = {
-            agent: {
-                "task_id": self.task.task_id,
-                "tier": self.task.tier,
-                "score": self.score,
-                "satisfied": [i for i, ok in enumerate(self.satisfied) if ok],
-            }
+        info = {
+            "task_id": self.task.task_id,
+            "tier": self.task.tier,
+            "score": self.score,
+            "satisfied": [i for i, ok in enumerate(self.satisfied) if ok],
         }
-        self._accumulate_rewards()
+        return self.score, True, info
 
     def arena_outcome(self, returns: Mapping[str, float], agent: str) -> str:
         """A win only when the response satisfied every rubric."""
         return "win" if self.satisfied and all(self.satisfied) else "loss"
-
-    def render(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
 
 
 def _env(view: SeatView) -> InstructEnv:
