@@ -25,9 +25,10 @@ from typing import Any, ClassVar
 
 import attrs
 
-from arena.arenas.base import Move, ParseResult, SeatView, SingleTaskTextEnv
+from arena.arenas.base import Move, ParseResult, SeatView
 from arena.arenas.coding_tasks import CodingTask, TestCase, tasks_for
 from arena.arenas.sandbox import SandboxResult, run_python
+from arena.arenas.single_task import SingleTaskTextEnv
 
 __all__ = [
     "CheckResult",

@@ -1,4 +1,4 @@
-"""The base class of the single-task text envs (``arena.arenas.base.SingleTaskTextEnv``), on a toy subclass.
+"""The base class of the single-task text envs (``arena.arenas.single_task.SingleTaskTextEnv``), on a toy subclass.
 
 The coding and instruct arenas' own tests cover those envs; these pin what the base class does by itself: the empty
 task list, the spaces, how ``reset`` picks a task, how ``step`` turns an action into text and bookkeeps rewards.
@@ -17,7 +17,7 @@ import pytest
 from gymnasium import spaces
 from pettingzoo.test import api_test
 
-from arena.arenas.base import SingleTaskTextEnv
+from arena.arenas.single_task import SingleTaskTextEnv
 
 
 @attrs.frozen
