@@ -7,6 +7,7 @@ token rates is the share of time the loop itself costs (target ≥ 0.9: overhead
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +18,7 @@ from arena.core.backends.base import Backend, Completion, GenerationRequest
 from arena.core.engine import RolloutEngine
 from arena.core.plugins import PluginSet
 from arena.core.records import TrialSpec
+from arena.core.samples import Sample
 from arena.core.seats import BackendPool, parse_seat
 from arena.core.settings import PromptConfig, TrialConfig
 
@@ -229,16 +231,31 @@ def bench_backends(
     return result
 
 
-def bench_train(
-    model: str = "tiny", trials: int = 128, repeats: int = 3, micro_batch_tokens: int = 16384
-) -> dict[str, Any]:
-    """Policy-update tokens/s against a plain causal-LM forward and backward over the same tokens.
+#: What ``trl`` says when TRL is not importable (the ``bench`` extra pins the release the comparison was built on).
+TRL_HINT = "not installed (pip install 'arena-rl[bench]', i.e. trl==1.16.0, to compare with GRPOTrainer)"
 
-    Samples come from a real Kuhn rollout of ``model``; both sides see the same sequences in the same
-    micro-batches (the trainer's token-budget cut) and take one AdamW step per pass. The plain side is
-    ``model(input_ids, labels=...)``: what any trainer pays at least. ``trl_ratio`` needs ``trl`` installed.
+
+def bench_train(
+    model: str = "tiny",
+    trials: int = 128,
+    repeats: int = 3,
+    micro_batch_tokens: int = 16384,
+    group: int = 8,
+    max_new_tokens: int = 48,
+    kuhn_max_new_tokens: int | None = None,
+) -> dict[str, Any]:
+    """Policy-update tokens/s against a plain causal-LM forward and backward, and against TRL's ``GRPOTrainer``.
+
+    Kuhn part (``ratio``): samples come from a real Kuhn rollout of ``model``; both sides see the same sequences
+    in the same micro-batches (the trainer's token-budget cut) and take one AdamW step per pass. The plain side is
+    ``model(input_ids, labels=...)``: what any trainer pays at least. ``kuhn_max_new_tokens`` caps the rollout's
+    turn answers (default: the trial config's; reflections keep their plugin's budget).
+
+    Single-turn part (``single_turn_*``, ``trl_*``): ``group`` completions for each of ``BENCH_PROMPTS`` sampled
+    once, then one update per pass over exactly those sequences by our ``Trainer`` and by TRL's ``GRPOTrainer``
+    (when ``trl`` is installed), each on its own fresh copy of the weights ``model`` had before any update here.
     """
-    import importlib.util
+    import copy
 
     import torch
 
@@ -248,15 +265,22 @@ def bench_train(
     seat = parse_seat(f"model:{model}")
     pool = BackendPool()
     backend = pool.get(seat)
-    engine = RolloutEngine(PluginSet(["reflection"]), TrialConfig(episodes=2), backends=pool)
+    net = backend.model  # type: ignore[attr-defined]
+    tokenizer = backend.tokenizer  # type: ignore[attr-defined]
+    pad = int(getattr(tokenizer, "pad_token_id", 0) or 0)
+    single = single_turn_samples(backend, group=group, max_new_tokens=max_new_tokens)
+    pristine = copy.deepcopy(net)  # the weights both single-turn sides start from
+
+    trial = TrialConfig(episodes=2)
+    if kuhn_max_new_tokens is not None:
+        trial = TrialConfig(episodes=2, prompt=PromptConfig(max_new_tokens=kuhn_max_new_tokens))
+    engine = RolloutEngine(PluginSet(["reflection"]), trial, backends=pool)
     specs = [
         TrialSpec(trial_id=f"b{i}", arena_id="kuhn_poker", seats=(seat.text, KUHN_POOL[i % 3]), seed=i, episodes=2)
         for i in range(trials)
     ]
     samples = [s for t in engine.run(specs) for s in trial_samples(t, "bench", [seat.text])]
     samples = [attrs.evolve(s, advantage=1.0 if i % 2 else -1.0) for i, s in enumerate(samples)]
-    net = backend.model  # type: ignore[attr-defined]
-    pad = int(getattr(backend.tokenizer, "pad_token_id", 0) or 0)  # type: ignore[attr-defined]
     trainer = Trainer(net, OptimConfig(lr=1e-6, micro_batch_tokens=micro_batch_tokens), LossConfig(), pad_id=pad)
     tokens = sum(len(s.completion_ids) for s in samples)
     all_tokens = sum(len(s.completion_ids) + len(s.context_ids) for s in samples)
@@ -303,7 +327,318 @@ def bench_train(
         "plain_tokens_per_s": round(tokens / plain_seconds, 1),
         "ratio": round(plain_seconds / update_seconds, 4),
     }
+    result.update(
+        bench_single_turn(
+            pristine, tokenizer, single, repeats=repeats, micro_batch_tokens=micro_batch_tokens, pad_id=pad
+        )
+    )
+    return result
+
+
+def single_turn_samples(
+    backend: Backend, group: int = 8, max_new_tokens: int = 48, prompts: Sequence[str] = BENCH_PROMPTS
+) -> list[Sample]:
+    """A GRPO-style single-turn batch: ``group`` completions (T = 1) of each of ``prompts``, as samples.
+
+    Advantages alternate +1 / −0.5 inside each group: the loss and backward cost the same for any values, and a
+    non-zero mean keeps the first pass's loss (−Σ A·tokens / N at ratio 1) away from 0, so the two trainers' first
+    losses can be compared. Sample order is prompt-major, so consecutive ``group`` samples share a prompt, the
+    layout GRPOTrainer expects of its generation batch.
+    """
+    from arena.core.backends.base import ChatMessage, Segment
+
+    requests = [
+        GenerationRequest(
+            messages=(ChatMessage("user", text),),
+            segments=(Segment(temperature=1.0),),
+            max_new_tokens=max_new_tokens,
+            seed=p * group + g,
+        )
+        for p, text in enumerate(prompts)
+        for g in range(group)
+    ]
+    completions = [row[0] for row in backend.generate(requests)]
+    samples: list[Sample] = []
+    for i, (request, completion) in enumerate(zip(requests, completions, strict=True)):
+        context = completion.prompt_token_ids or tuple(backend.prompt_ids(request))  # type: ignore[attr-defined]
+        samples.append(
+            Sample(
+                learner="bench",
+                trial_id=f"single-{i:04d}",
+                episode=0,
+                turn=0,
+                agent="0",
+                kind="action",
+                context_ids=tuple(context),
+                completion_ids=tuple(completion.token_ids),
+                behaviour_logprobs=tuple(completion.logprobs),
+                temperatures=tuple(completion.temperatures),
+                completion_text=completion.text,
+                group_id=f"prompt-{i // group}",
+                advantage=1.0 if i % 2 else -0.5,
+                meta={"finish_reason": completion.finish_reason},
+            )
+        )
+    return [s for s in samples if s.completion_ids]
+
+
+def bench_single_turn(
+    model: Any,
+    tokenizer: Any,
+    samples: Sequence[Sample],
+    repeats: int = 3,
+    micro_batch_tokens: int = 16384,
+    pad_id: int = 0,
+    lr: float = 1e-6,
+) -> dict[str, Any]:
+    """Our ``Trainer.update`` and (if installed) TRL's ``GRPOTrainer`` policy update on the same single-turn batch.
+
+    Each side trains its own deep copy of ``model`` (same weights, same dtype), with the same loss (PPO-clip 0.2,
+    token mean over the batch, no KL), AdamW at ``lr``, gradient clipping at 1.0 and one optimizer step per pass
+    over all samples, cut into the same number of micro-batches. One warm-up pass, then ``repeats`` timed passes;
+    seconds are the median pass (robust to another process taking the cores for a moment), every pass is listed.
+    ``trl_ratio`` = TRL seconds / our seconds per pass (> 1: we are faster).
+    """
+    import copy
+    import importlib.util
+
+    from arena.core.trainer import LossConfig, OptimConfig, Trainer
+
+    samples = [s for s in samples if s.completion_ids]
+    trainer = Trainer(
+        copy.deepcopy(model), OptimConfig(lr=lr, micro_batch_tokens=micro_batch_tokens), LossConfig(), pad_id=pad_id
+    )
+    micro = len(list(trainer.micro_batches(samples)))
+    first = trainer.update(samples)  # warm-up, from the pristine weights
+    passes: list[int] = []
+    walls: list[float] = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        metrics = trainer.update(samples)
+        walls.append(time.perf_counter() - started)
+        passes.append(int(metrics["train/tokens"]))
+    ours = statistics.median(walls)
+    completion_tokens = sum(len(s.completion_ids) for s in samples)
+    result: dict[str, Any] = {
+        "single_turn_samples": len(samples),
+        "single_turn_prompt_tokens": sum(len(s.context_ids) for s in samples),
+        "single_turn_completion_tokens": completion_tokens,
+        "single_turn_tokens_per_pass": passes,
+        "single_turn_micro_batches": micro,
+        "single_turn_update_seconds": round(ours, 4),
+        "single_turn_pass_seconds": [round(w, 4) for w in walls],
+        "single_turn_tokens_per_s": round(completion_tokens / ours, 1) if ours else 0.0,
+        "single_turn_first_loss": first.get("train/loss"),
+    }
+    del trainer
     if importlib.util.find_spec("trl") is None:
         result["trl_ratio"] = None
-        result["trl"] = "not installed (pip install trl to compare with GRPOTrainer)"
+        result["trl"] = TRL_HINT
+        return result
+    try:
+        trl = trl_grpo_update(copy.deepcopy(model), tokenizer, samples, repeats, micro, pad_id=pad_id, lr=lr)
+    except Exception as error:  # any TRL failure (API drift) is reported, not raised
+        import trl as trl_module
+
+        version = getattr(trl_module, "__version__", "?")
+        result["trl_ratio"] = None
+        result["trl_version"] = version
+        result["trl"] = f"GRPOTrainer failed under trl {version} ({type(error).__name__}: {error})"
+        return result
+    result.update(trl)
+    result["trl_ratio"] = round(trl["trl_seconds"] / ours, 4) if ours else None
     return result
+
+
+def trl_grpo_update(
+    model: Any,
+    tokenizer: Any,
+    samples: Sequence[Sample],
+    repeats: int,
+    micro_batches: int = 1,
+    pad_id: int = 0,
+    lr: float = 1e-6,
+) -> dict[str, Any]:
+    """Time ``GRPOTrainer``'s policy update (loss, backward, clip, AdamW step) on ``samples``; generation excluded.
+
+    ``trainer.train()`` runs its own loop for ``repeats + 1`` optimizer steps (the first is the warm-up); the only
+    change is that its generate-and-score step returns the batch built here from the samples' token ids (prompts
+    left-padded, completions right-padded, as TRL pads them; ``old_per_token_logps`` = the behaviour log-probs,
+    advantages = the samples'), so both sides compute the same loss on the same tokens. A callback times each
+    optimizer step from ``on_step_begin`` to ``on_step_end``: TRL's ``_prepare_inputs`` (shuffle, split),
+    ``training_step`` per micro-batch (its loss with the fused LM head, backward), grad clipping, ``optimizer.step``,
+    scheduler, ``zero_grad``. The completion tokens its loss saw are counted per step.
+    """
+    import contextlib
+    import sys
+    import tempfile
+    import warnings
+
+    import torch
+    import trl
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from transformers.trainer_callback import PrinterCallback
+    from transformers.utils import logging as hf_logging
+    from trl import GRPOConfig, GRPOTrainer
+
+    n = len(samples)
+    groups: dict[str, int] = {}
+    for s in samples:
+        groups[s.group_id] = groups.get(s.group_id, 0) + 1
+    group = min(groups.values())
+    if any(v != group for v in groups.values()) or group < 2:
+        raise ValueError(f"GRPOTrainer needs equal groups of ≥ 2 completions per prompt, got sizes {sorted(groups)}")
+    # TRL cuts the batch into equal row counts: the fewest chunks ≥ ours that divide the batch.
+    chunks = next(k for k in range(max(1, micro_batches), n + 1) if n % k == 0)
+    device_batch = n // chunks
+
+    prompt_width = max(len(s.context_ids) for s in samples)
+    completion_width = max(len(s.completion_ids) for s in samples)
+    prompt_ids = torch.full((n, prompt_width), pad_id, dtype=torch.long)
+    prompt_mask = torch.zeros((n, prompt_width), dtype=torch.long)
+    completion_ids = torch.full((n, completion_width), pad_id, dtype=torch.long)
+    completion_mask = torch.zeros((n, completion_width), dtype=torch.long)
+    old_logps = torch.zeros((n, completion_width), dtype=torch.float32)
+    for row, s in enumerate(samples):
+        c, k = len(s.context_ids), len(s.completion_ids)
+        prompt_ids[row, prompt_width - c :] = torch.tensor(s.context_ids)
+        prompt_mask[row, prompt_width - c :] = 1
+        completion_ids[row, :k] = torch.tensor(s.completion_ids)
+        completion_mask[row, :k] = 1
+        old_logps[row, :k] = torch.tensor(s.behaviour_logprobs)
+    advantages = torch.tensor([float(s.advantage) for s in samples], dtype=torch.float32)  # type: ignore[arg-type]
+
+    class StepTimer(TrainerCallback):
+        """Wall time and loss-visible completion tokens of each optimizer step."""
+
+        def __init__(self) -> None:
+            self.seconds: list[float] = []
+            self.tokens: list[int] = []
+            self.losses: list[float] = []
+            self._start = 0.0
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.tokens.append(0)
+            self.losses.append(0.0)
+            self._start = time.perf_counter()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.seconds.append(time.perf_counter() - self._start)
+
+    timer = StepTimer()
+
+    def reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
+        """Never called: the batch arrives scored."""
+        return [0.0] * len(completions)
+
+    dataset = Dataset.from_dict({"prompt": [f"prompt {i}" for i in range(n // group)]})
+    train_tokenizer = copy_tokenizer_left(tokenizer)
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with tempfile.TemporaryDirectory() as out, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            config = GRPOConfig(
+                output_dir=out,
+                per_device_train_batch_size=device_batch,
+                gradient_accumulation_steps=chunks,
+                num_generations=group,
+                max_completion_length=completion_width,
+                max_steps=repeats + 1,
+                learning_rate=lr,
+                lr_scheduler_type="constant",
+                warmup_steps=0,
+                weight_decay=0.0,
+                adam_beta1=0.9,
+                adam_beta2=0.999,
+                adam_epsilon=1e-8,
+                optim="adamw_torch",
+                max_grad_norm=1.0,
+                beta=0.0,
+                epsilon=0.2,
+                loss_type="dapo",
+                temperature=1.0,
+                num_iterations=1,
+                gradient_checkpointing=False,
+                bf16=False,
+                fp16=False,
+                logging_strategy="no",
+                save_strategy="no",
+                report_to="none",
+                disable_tqdm=True,
+                seed=0,
+            )
+            grpo = GRPOTrainer(
+                model=model,
+                reward_funcs=reward,
+                args=config,
+                train_dataset=dataset,
+                processing_class=train_tokenizer,
+                callbacks=[timer],
+            )
+            device = grpo.accelerator.device
+            batch: dict[str, Any] = {
+                "prompt_ids": prompt_ids.to(device),
+                "prompt_mask": prompt_mask.to(device),
+                "completion_ids": completion_ids.to(device),
+                "completion_mask": completion_mask.to(device),
+                "advantages": advantages.to(device),
+                "old_per_token_logps": old_logps.to(device),
+                "num_items_in_batch": completion_mask.sum().to(device),
+            }
+            if not hasattr(grpo, "_generate_and_score_completions"):
+                raise AttributeError("GRPOTrainer has no _generate_and_score_completions to hand the batch to")
+
+            def scored_batch(inputs: Any) -> dict[str, Any]:
+                return dict(batch)
+
+            compute_loss = grpo.compute_loss
+
+            def counting_loss(model: Any, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+                loss = compute_loss(model, inputs, *args, **kwargs)
+                timer.tokens[-1] += int(inputs["completion_mask"].sum())
+                timer.losses[-1] += float(loss.detach())
+                return loss
+
+            grpo._generate_and_score_completions = scored_batch  # type: ignore[method-assign]
+            grpo.compute_loss = counting_loss  # type: ignore[method-assign]
+            grpo.remove_callback(PrinterCallback)  # it prints the run summary on stdout, where --json goes
+            with contextlib.redirect_stdout(sys.stderr):
+                grpo.train()
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    if len(timer.seconds) != repeats + 1:
+        raise RuntimeError(f"expected {repeats + 1} optimizer steps, timed {len(timer.seconds)}")
+    seconds = statistics.median(timer.seconds[1:])
+    tokens = int(completion_mask.sum())
+    return {
+        "trl_version": trl.__version__,
+        "trl_seconds": round(seconds, 4),
+        "trl_pass_seconds": [round(w, 4) for w in timer.seconds[1:]],
+        "trl_tokens_per_s": round(tokens / seconds, 1) if seconds else 0.0,
+        "trl_tokens_per_pass": timer.tokens[1:],
+        "trl_first_loss": timer.losses[0],
+        "trl_micro_batches": chunks,
+        "trl_setup": (
+            f"GRPOTrainer.train() for {repeats}+1 optimizer steps (first is warm-up), generation replaced by the "
+            f"pre-built batch of {n} sequences ({n // group} prompts × {group}); timed on_step_begin→on_step_end: "
+            f"_prepare_inputs (shuffle/split), {chunks} micro-batch(es) of {device_batch} rows (ours: {micro_batches} "
+            "by token budget), loss (fused LM head, loss_type dapo = token mean, ε 0.2, β 0, old log-probs = "
+            "behaviour), backward, clip 1.0, AdamW, scheduler; same weights, dtype "
+            f"{next(model.parameters()).dtype}, no gradient checkpointing. Not matched: TRL pads every micro-batch "
+            f"to the batch's longest prompt ({prompt_width}) and completion ({completion_width}); ours pads per "
+            "micro-batch. Excluded: generation, rewards, logging."
+        ),
+    }
+
+
+def copy_tokenizer_left(tokenizer: Any) -> Any:
+    """A copy of ``tokenizer`` padding on the left (GRPOTrainer requires it; the caller's stays as it was)."""
+    import copy
+
+    out = copy.deepcopy(tokenizer)
+    out.padding_side = "left"
+    if out.pad_token is None:
+        out.pad_token = out.eos_token
+    return out
