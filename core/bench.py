@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -240,8 +240,8 @@ def bench_train(
     trials: int = 128,
     repeats: int = 3,
     micro_batch_tokens: int = 16384,
-    group: int = 8,
-    max_new_tokens: int = 48,
+    group: int = 16,
+    max_new_tokens: int = 64,
     kuhn_max_new_tokens: int | None = None,
 ) -> dict[str, Any]:
     """Policy-update tokens/s against a plain causal-LM forward and backward, and against TRL's ``GRPOTrainer``.
@@ -395,8 +395,9 @@ def bench_single_turn(
 
     Each side trains its own deep copy of ``model`` (same weights, same dtype), with the same loss (PPO-clip 0.2,
     token mean over the batch, no KL), AdamW at ``lr``, gradient clipping at 1.0 and one optimizer step per pass
-    over all samples, cut into the same number of micro-batches. One warm-up pass, then ``repeats`` timed passes;
-    seconds are the median pass (robust to another process taking the cores for a moment), every pass is listed.
+    over all samples, cut into the same number of micro-batches. One warm-up pass each, then ``repeats`` timed
+    passes each, alternating (TRL, ours, TRL, ours...); seconds are the median pass (robust to another process
+    taking the cores for a moment), every pass is listed.
     ``trl_ratio`` = TRL seconds / our seconds per pass (> 1: we are faster).
     """
     import copy
@@ -412,11 +413,46 @@ def bench_single_turn(
     first = trainer.update(samples)  # warm-up, from the pristine weights
     passes: list[int] = []
     walls: list[float] = []
-    for _ in range(repeats):
+
+    def our_pass() -> None:
         started = time.perf_counter()
         metrics = trainer.update(samples)
         walls.append(time.perf_counter() - started)
         passes.append(int(metrics["train/tokens"]))
+
+    our_errors: list[Exception] = []
+
+    def our_pass_between() -> None:
+        try:
+            our_pass()
+        except Exception as error:  # ours is re-raised below, not reported as TRL's
+            our_errors.append(error)
+            raise
+
+    trl: dict[str, Any] = {"trl_ratio": None, "trl": TRL_HINT}
+    if importlib.util.find_spec("trl") is not None:
+        try:
+            # Our passes run between TRL's timed steps, so a load change on the machine hits both sides alike.
+            trl = trl_grpo_update(
+                copy.deepcopy(model),
+                tokenizer,
+                samples,
+                repeats,
+                micro,
+                pad_id=pad_id,
+                lr=lr,
+                between_steps=our_pass_between,
+            )
+        except Exception as error:  # any TRL failure (API drift) is reported, not raised
+            if our_errors:
+                raise
+            import trl as trl_module
+
+            version = getattr(trl_module, "__version__", "?")
+            message = f"GRPOTrainer failed under trl {version} ({type(error).__name__}: {error})"
+            trl = {"trl_ratio": None, "trl_version": version, "trl": message}
+    while len(walls) < repeats:  # no TRL, or it stopped early
+        our_pass()
     ours = statistics.median(walls)
     completion_tokens = sum(len(s.completion_ids) for s in samples)
     result: dict[str, Any] = {
@@ -430,23 +466,9 @@ def bench_single_turn(
         "single_turn_tokens_per_s": round(completion_tokens / ours, 1) if ours else 0.0,
         "single_turn_first_loss": first.get("train/loss"),
     }
-    del trainer
-    if importlib.util.find_spec("trl") is None:
-        result["trl_ratio"] = None
-        result["trl"] = TRL_HINT
-        return result
-    try:
-        trl = trl_grpo_update(copy.deepcopy(model), tokenizer, samples, repeats, micro, pad_id=pad_id, lr=lr)
-    except Exception as error:  # any TRL failure (API drift) is reported, not raised
-        import trl as trl_module
-
-        version = getattr(trl_module, "__version__", "?")
-        result["trl_ratio"] = None
-        result["trl_version"] = version
-        result["trl"] = f"GRPOTrainer failed under trl {version} ({type(error).__name__}: {error})"
-        return result
     result.update(trl)
-    result["trl_ratio"] = round(trl["trl_seconds"] / ours, 4) if ours else None
+    if "trl_seconds" in trl:
+        result["trl_ratio"] = round(trl["trl_seconds"] / ours, 4) if ours else None
     return result
 
 
@@ -458,6 +480,7 @@ def trl_grpo_update(
     micro_batches: int = 1,
     pad_id: int = 0,
     lr: float = 1e-6,
+    between_steps: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Time ``GRPOTrainer``'s policy update (loss, backward, clip, AdamW step) on ``samples``; generation excluded.
 
@@ -467,7 +490,8 @@ def trl_grpo_update(
     advantages = the samples'), so both sides compute the same loss on the same tokens. A callback times each
     optimizer step from ``on_step_begin`` to ``on_step_end``: TRL's ``_prepare_inputs`` (shuffle, split),
     ``training_step`` per micro-batch (its loss with the fused LM head, backward), grad clipping, ``optimizer.step``,
-    scheduler, ``zero_grad``. The completion tokens its loss saw are counted per step.
+    scheduler, ``zero_grad``. The completion tokens its loss saw are counted per step. ``between_steps`` runs
+    after each timed step (outside the timing): the caller interleaves its own passes with TRL's.
     """
     import contextlib
     import sys
@@ -525,6 +549,8 @@ def trl_grpo_update(
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.seconds.append(time.perf_counter() - self._start)
+            if between_steps is not None and len(self.seconds) > 1:  # the first step is TRL's warm-up
+                between_steps()
 
     timer = StepTimer()
 

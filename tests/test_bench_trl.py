@@ -7,6 +7,7 @@ message instead of a crash. The numbers themselves are for ``arena bench train``
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,17 @@ def test_trl_update_sees_the_same_tokens(toy: tuple[Any, Any, list[Sample], int]
     # Each side trained its own copy: the caller's weights are untouched.
     for key, value in model.state_dict().items():
         assert value.equal(before[key]), key
+
+
+def test_between_steps_runs_after_each_timed_trl_step(toy: tuple[Any, Any, list[Sample], int]) -> None:
+    pytest.importorskip("trl")
+    model, tokenizer, samples, pad = toy
+    calls: list[int] = []
+    result = bench.trl_grpo_update(
+        copy.deepcopy(model), tokenizer, samples, repeats=2, pad_id=pad, between_steps=lambda: calls.append(len(calls))
+    )
+    assert calls == [0, 1]  # not after the warm-up step
+    assert len(result["trl_pass_seconds"]) == 2
 
 
 def test_not_installed_gives_the_install_hint(
