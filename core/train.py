@@ -13,6 +13,11 @@ dump, checkpoint, evaluation.
 Everything random is derived from ``seed`` and the iteration, so a CPU run is repeatable bit for bit and a
 resumed run (after ``kill -9``) continues exactly: the checkpoint holds weights, optimizer, scheduler, RNG
 states, plugin state and the iteration; ``metrics.jsonl`` is cut back to the checkpoint's iteration.
+
+Under ``accelerate launch`` with N processes each plays every N-th group and trains on its own samples; the
+trials are gathered so that the population and the metrics see all of them in one order, the trainer sums the
+gradients once per step, and only the main process writes the run directory (``arena.core.distributed``,
+docs/training.md "Several GPUs or nodes").
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from arena.core import dynamic_sampling as ds
 from arena.core.augment import Augmentation, GroupTask, ScoredAnswer, augmentable_groups
 from arena.core.backends.base import ChatMessage, Completion, GenerationRequest
 from arena.core.config import to_dict
+from arena.core.distributed import Dist, in_order
 from arena.core.engine import RolloutEngine
 from arena.core.errors import ArenaError
 from arena.core.experience import trial_samples
@@ -306,6 +312,11 @@ class Run:
                 )
         self.pool = BackendPool(config.backend_options)
         self.learners = [Learner(learner, config, self.pool) for learner in config.learners]
+        #: The processes of an ``accelerate launch`` run (``Dist()``: one process): each plays its share of the
+        #: groups; all see every trial; only the main process writes the run directory.
+        self.dist: Dist = self.learners[0].trainer.dist
+        if self.dist.world > 1:  # a default run directory is named after the pid: take the main process's
+            self.out_dir = Path(self.dist.gather(str(self.out_dir))[0])
         self.population = Population(
             config.population,
             learners=[(learner.name, learner.seat_spec) for learner in self.learners],
@@ -333,6 +344,9 @@ class Run:
     # -- files ----------------------------------------------------------------------------------------------
 
     def prepare_dir(self) -> None:
+        if not self.dist.is_main:
+            self.dist.barrier()  # the other processes wait for the directory
+            return
         self.out_dir.mkdir(parents=True, exist_ok=True)
         with open(self.out_dir / "config.yaml", "w") as f:
             yaml.safe_dump(to_dict(self.config), f, sort_keys=False)
@@ -348,8 +362,11 @@ class Run:
             self.writer = SummaryWriter(str(self.out_dir / "tensorboard"))
         except Exception:  # tensorboard is optional
             self.writer = None
+        self.dist.barrier()
 
     def write_metrics(self, metrics: Mapping[str, Any]) -> None:
+        if not self.dist.is_main:
+            return
         with open(self.out_dir / "metrics.jsonl", "a") as f:
             f.write(json.dumps(metrics, sort_keys=True) + "\n")
         if self.writer is not None:
@@ -360,6 +377,8 @@ class Run:
 
     def write_population(self) -> None:
         """``population.json``: members, sampling weights and ratings now (the checkpoint has the full state)."""
+        if not self.dist.is_main:
+            return
         path = self.out_dir / "population.json"
         tmp = path.with_suffix(".json.tmp")
         summary = {"iteration": self.iteration, **self.population.summary(), "ratings": self.population.ratings_table()}
@@ -369,6 +388,20 @@ class Run:
     # -- checkpoints --------------------------------------------------------------------------------------
 
     def save(self) -> None:
+        """Checkpoint (written by the main process; every process must call this: per-rank state is gathered).
+
+        With several processes the plugin state of each learner and the RNG states are also kept per rank
+        (``ranks``): plugins fed by a rank's own trials (SGE, EMPO², MENTOR, RAE) hold per-rank state.
+        """
+        per_rank = self.dist.gather(
+            {
+                "plugins": {learner.name: learner.plugin_state() for learner in self.learners},
+                "rng": ck.rng_state(),
+            }
+        )
+        if not self.dist.is_main:
+            self.dist.barrier()
+            return
         state = {
             "iteration": self.iteration,
             "learners": {
@@ -379,6 +412,8 @@ class Run:
             "rng": ck.rng_state(),
             "outcomes_seen": {name: sorted(map(list, seen)) for name, seen in self.outcomes_seen.items()},
         }
+        if self.dist.world > 1:
+            state["ranks"] = per_rank
         ck.save_checkpoint(
             self.out_dir,
             self.iteration,
@@ -387,29 +422,36 @@ class Run:
             keep=self.config.checkpoint.keep,
             model_files={learner.name: learner.write_model_files for learner in self.learners},
         )
+        self.dist.barrier()
 
     def load(self, path: Path) -> None:
         try:
             models, state = ck.load_checkpoint(path)
         except ck.CheckpointFormatError as exc:
             raise ArenaError(str(exc)) from None
+        ranks = state.get("ranks") or []
+        mine = ranks[self.dist.rank] if len(ranks) == self.dist.world else None
+        if ranks and mine is None:
+            log.warning("checkpoint of a run with another process count: every process resumes rank 0's "
+                        "plugin and RNG state", saved=len(ranks), now=self.dist.world)  # fmt: skip
         for learner in self.learners:
             if learner.name not in models:
                 raise ArenaError(f"checkpoint {path} has no weights for learner {learner.name!r}")
             learner.model.load_state_dict(models[learner.name], strict=False)
             saved = state["learners"][learner.name]
             learner.trainer.load_state_dict(saved["trainer"])
-            learner.load_plugin_state(saved.get("plugins", {}))
+            plugins = mine["plugins"].get(learner.name, {}) if mine is not None else saved.get("plugins", {})
+            learner.load_plugin_state(plugins)
         for learner in self.learners:
             if learner.needs_sync:
                 learner.backend.sync_weights(learner.model.state_dict())
         self.population.load_state_dict(state["population"])
         for name, pairs in state.get("outcomes_seen", {}).items():
             self.outcomes_seen[name] = {(str(a), str(b)) for a, b in pairs}
-        ck.set_rng_state(state["rng"])
+        ck.set_rng_state(mine["rng"] if mine is not None else state["rng"])
         self.iteration = int(state["iteration"])
         metrics = self.out_dir / "metrics.jsonl"
-        if metrics.exists():  # lines written after the checkpoint are replayed by the resumed run
+        if self.dist.is_main and metrics.exists():  # lines written after the checkpoint are replayed by the resumed run
             kept = [line for line in metrics.read_text().splitlines() if json.loads(line)["iteration"] < self.iteration]
             metrics.write_text("".join(line + "\n" for line in kept))
 
@@ -417,12 +459,13 @@ class Run:
         """Freeze ``learner_name``'s current weights into ``snapshots/`` and return the seat spec that plays them."""
         learner = next(x for x in self.learners if x.name == learner_name)
         folder = self.out_dir / "snapshots" / f"{learner_name}-it{self.iteration:05d}"
-        if not (folder / "config.json").is_file():  # a resumed run re-reaches the same iteration
+        if self.dist.is_main and not (folder / "config.json").is_file():  # a resumed run re-reaches it
             tmp = folder.with_name(folder.name + ".tmp")
             if tmp.exists():
                 shutil.rmtree(tmp)
             learner.save_model(tmp)
             os.replace(tmp, folder)
+        self.dist.barrier()  # the other processes load the snapshot as an opponent
         backend = parse_seat(learner.seat_spec).backend
         return f"model:{folder.resolve()}" + (f"@{backend}" if backend else "")
 
@@ -463,21 +506,29 @@ class Run:
         return samples
 
     def resample(
-        self, learner: Learner, trials: Sequence[TrialRecord], samples: Sequence[Sample]
+        self,
+        learner: Learner,
+        trials: Sequence[TrialRecord],
+        everything: Sequence[TrialRecord],
+        samples: Sequence[Sample],
     ) -> tuple[list[TrialRecord], list[TrialRecord], list[Sample], dict[str, float]]:
         """DAPO's dynamic sampling (``dynamic_sampling``; ``arena.core.dynamic_sampling``) for one learner.
 
         While fewer than ``groups`` of the played groups are informative and rounds remain, play that many fresh
-        matchups (seeded by run seed, iteration and round). Returns every trial played (ratings, rollout metrics),
-        the trials and rewarded samples of the kept groups, and the extra rounds' cost plus the ``dynamic/...``
-        metrics.
+        matchups (seeded by run seed, iteration and round). ``trials`` and ``samples`` are this process's,
+        ``everything`` every process's trials; with several processes the informative groups of all processes
+        decide, so every process plays the same rounds and keeps the same groups. Returns every trial played (all
+        processes: ratings, rollout metrics), this process's trials and rewarded samples of the kept groups, and
+        this process's cost of the extra rounds plus the ``dynamic/...`` metrics.
         """
         cfg = self.config.dynamic_sampling
-        trials, samples = list(trials), list(samples)
+        trials, everything, samples = list(trials), list(everything), list(samples)
         extra: dict[str, float] = {"rollout_seconds": 0.0, "requests": 0.0, "generated": 0.0}
         rounds = 0
         while True:
             informative = ds.informative_groups(ds.group_rewards(samples, cfg.reward_terms), cfg.min_std)
+            if self.dist.world > 1:
+                informative = [g for part in self.dist.gather(informative) for g in part]
             missing = self.config.groups - len(informative)
             if missing <= 0 or rounds >= cfg.max_rounds:
                 break
@@ -485,18 +536,19 @@ class Run:
             matchups = ds.extra_matchups(
                 self.population, learner.name, self.iteration, rounds, missing, self.config.learner_seat
             )
-            more, played = self.play(learner, matchups)
+            more, more_everywhere, played = self.play(learner, matchups)
             new = self.experience(learner, more)
             extra["rollout_seconds"] += played["rollout_seconds"]
             extra["requests"] += played["requests"]
             extra["generated"] += sum(len(s.completion_ids) for s in new)
             trials.extend(more)
+            everything.extend(more_everywhere)
             samples.extend(self.rewarded(learner, more, new))
-        groups = list(dict.fromkeys(t.spec.group_id or t.spec.trial_id for t in trials))
+        groups = list(dict.fromkeys(t.spec.group_id or t.spec.trial_id for t in everything))
         kept = set(ds.keep_groups(groups, informative, self.config.groups))
         summary = ds.RoundsSummary(rounds, len(groups), len(informative), len(kept))
         kept_trials = [t for t in trials if (t.spec.group_id or t.spec.trial_id) in kept]
-        return trials, kept_trials, [s for s in samples if s.group_id in kept], {**extra, **summary.metrics()}
+        return everything, kept_trials, [s for s in samples if s.group_id in kept], {**extra, **summary.metrics()}
 
     def credit(self, learner: Learner, trials: Sequence[TrialRecord], samples: list[Sample]) -> list[Sample]:
         """Returns, advantages, normalisation, training view of rewarded samples (``rewarded``)."""
@@ -627,6 +679,7 @@ class Run:
         return {key("rollout/distinct_outcomes"): float(len(now)), key("explore/distinct_outcomes"): float(len(seen))}
 
     def evaluate(self, label: str) -> dict[str, float]:
+        """Outcome metrics on the fixed evaluation seeds (split across processes like the training groups)."""
         cfg = self.config.eval
         opponents: list[str | None] = list(cfg.opponents or [o.spec for o in self.config.opponents])
         if not opponents:
@@ -655,20 +708,59 @@ class Run:
                             options=dict(learner.config.options),
                         )
                     )
-            trials = learner.engine.run(specs)
+            trials = learner.engine.run(self.dist.shard(specs))
+            if self.dist.world > 1:  # each process plays its share; the metrics are of all of them, in order
+                trials = in_order(self.dist.gather(trials), lambda t: t.spec.trial_id, [s.trial_id for s in specs])
             prefix = self._key(learner, "eval")
             metrics.update(outcome_metrics(trials, learner.seat_spec, prefix))
         return metrics
 
-    def play(self, learner: Learner, matchups: Sequence[Matchup]) -> tuple[list[TrialRecord], dict[str, float]]:
+    def play(
+        self, learner: Learner, matchups: Sequence[Matchup]
+    ) -> tuple[list[TrialRecord], list[TrialRecord], dict[str, float]]:
+        """Play ``matchups``: this process's share of the groups (all of them with one process).
+
+        Returns this process's trials (its samples are trained here), every trial of every process in matchup
+        order (the population records them, ``match_end`` sees them, outcome metrics count them: the same on
+        every rank), and this process's rollout seconds and LLM requests.
+        """
         t0 = time.perf_counter()
         requests_before = learner.engine.stats.requests
-        trials = learner.engine.run(trial_specs_for(self.config, learner, matchups, self.iteration))
-        for trial in trials:
+        mine = self.dist.shard(matchups)  # whole groups: group-relative advantages stay local and exact
+        trials = learner.engine.run(trial_specs_for(self.config, learner, mine, self.iteration))
+        seconds = time.perf_counter() - t0
+        everything = trials
+        if self.dist.world > 1:
+            order = [s.trial_id for s in trial_specs_for(self.config, learner, matchups, self.iteration)]
+            everything = in_order(self.dist.gather(trials), lambda t: t.spec.trial_id, order)
+        for trial in everything:
             self.population.record(trial)
             learner.plugins.call("match_end", trial=trial)
-        seconds = time.perf_counter() - t0
-        return trials, {"rollout_seconds": seconds, "requests": learner.engine.stats.requests - requests_before}
+        requests = learner.engine.stats.requests - requests_before
+        return trials, everything, {"rollout_seconds": seconds, "requests": requests}
+
+    def _combine(
+        self, local: dict[str, Any], times: dict[str, float], counts: dict[str, float]
+    ) -> tuple[dict[str, Any], dict[str, float], dict[str, float]]:
+        """One learner's per-process numbers of an iteration, for the metrics line (several processes).
+
+        Sums: samples, rewards, |advantages|, LLM requests, generated tokens, the ``augment/`` counts, and
+        ``rollout_tokens_per_s`` (each process's generated tokens over its own rollout seconds: the processes
+        generate side by side). Maxima: every ``time/`` entry (the iteration waits for the slowest process).
+        """
+        parts = self.dist.gather((local, times, counts))
+        total = {name: sum(p[0][name] for p in parts) for name in local}
+        total["rollout_tokens_per_s"] = sum(
+            p[0]["generated"] / p[0]["rollout_seconds"] for p in parts if p[0]["rollout_seconds"]
+        )
+        slowest: dict[str, float] = {}
+        summed: dict[str, float] = {}
+        for _, part_times, part_counts in parts:
+            for name, value in part_times.items():
+                slowest[name] = max(slowest.get(name, value), value)
+            for name, value in part_counts.items():
+                summed[name] = summed.get(name, 0.0) + value
+        return total, slowest, summed
 
     def step(self) -> dict[str, Any]:
         it = self.iteration
@@ -681,13 +773,13 @@ class Run:
                 break
         if chosen is None:
             chosen = self.population.matchups(it, self.config.groups, self.config.learner_seat)
-        dumped: list[Sample] = []
+        dumped: list[dict[str, Any]] = []
         for learner in self.learners:
             mine = [m for m in chosen if m.learner == learner.name]
             if not mine:
                 continue
             key = functools.partial(self._key, learner)
-            trials, played = self.play(learner, mine)
+            trials, everything, played = self.play(learner, mine)
             samples = self.experience(learner, trials)
             generated = sum(len(s.completion_ids) for s in samples)
             t1 = time.perf_counter()
@@ -695,45 +787,67 @@ class Run:
             credit_seconds = time.perf_counter() - t1
             kept = trials
             if self.config.dynamic_sampling.enabled:  # DAPO: replace the groups without a reward spread
-                trials, kept, samples, extra = self.resample(learner, trials, samples)
+                everything, kept, samples, extra = self.resample(learner, trials, everything, samples)
                 played["rollout_seconds"] += extra.pop("rollout_seconds")
                 played["requests"] += int(extra.pop("requests"))
                 generated += int(extra.pop("generated"))
                 metrics.update({key(name): value for name, value in extra.items()})
-            times[key("time/rollout")] = played["rollout_seconds"]
+            local_times = {key("time/rollout"): played["rollout_seconds"]}
             t1 = time.perf_counter()
-            samples = self.credit(learner, kept, samples)
-            times[key("time/credit")] = credit_seconds + time.perf_counter() - t1
-            for name, value in self.augment_metrics.pop(learner.name, {}).items():
-                (times if name.startswith("time/") else metrics)[key(name)] = value
+            if samples or self.dist.world == 1:  # a process may hold no group when groups < processes
+                samples = self.credit(learner, kept, samples)
+            local_times[key("time/credit")] = credit_seconds + time.perf_counter() - t1
+            augment = self.augment_metrics.pop(learner.name, {})
+            local_times.update({key(name): value for name, value in augment.items() if name.startswith("time/")})
+            counts = {key(name): value for name, value in augment.items() if not name.startswith("time/")}
             t2 = time.perf_counter()
             train_metrics = learner.trainer.update(samples)
-            times[key("time/update")] = time.perf_counter() - t2
+            local_times[key("time/update")] = time.perf_counter() - t2
             if learner.needs_sync:
                 t_sync = time.perf_counter()
                 learner.backend.sync_weights(learner.model.state_dict())
-                times[key("time/weight_sync")] = time.perf_counter() - t_sync
-            metrics.update(outcome_metrics(trials, learner.seat_spec, key("rollout")))
-            metrics.update(self.count_outcomes(learner, trials))
-            metrics[key("rollout/samples")] = len(samples)
-            metrics[key("rollout/llm_requests")] = played["requests"]
-            metrics[key("rollout/mean_reward")] = float(np.mean([s.reward for s in samples])) if samples else 0.0
-            metrics[key("rollout/mean_advantage_abs")] = (
-                float(np.mean([_abs_advantage(s) for s in samples])) if samples else 0.0
-            )
+                local_times[key("time/weight_sync")] = time.perf_counter() - t_sync
+            local = {
+                "samples": len(samples),
+                "reward": sum(s.reward for s in samples),
+                "advantage_abs": sum(_abs_advantage(s) for s in samples),
+                "requests": played["requests"],
+                "generated": generated,
+                "rollout_seconds": played["rollout_seconds"],
+            }
+            if self.dist.world == 1:  # exactly the one-process numbers (np.mean's summation order)
+                mean_reward = float(np.mean([s.reward for s in samples])) if samples else 0.0
+                mean_advantage = float(np.mean([_abs_advantage(s) for s in samples])) if samples else 0.0
+                rollout_tps = generated / played["rollout_seconds"] if played["rollout_seconds"] else 0.0
+            else:
+                local, local_times, counts = self._combine(local, local_times, counts)
+                mean_reward = local["reward"] / local["samples"] if local["samples"] else 0.0
+                mean_advantage = local["advantage_abs"] / local["samples"] if local["samples"] else 0.0
+                rollout_tps = local["rollout_tokens_per_s"]
+            times.update(local_times)
+            metrics.update(counts)
+            metrics.update(outcome_metrics(everything, learner.seat_spec, key("rollout")))
+            metrics.update(self.count_outcomes(learner, everything))
+            metrics[key("rollout/samples")] = local["samples"]
+            metrics[key("rollout/llm_requests")] = local["requests"]
+            metrics[key("rollout/mean_reward")] = mean_reward
+            metrics[key("rollout/mean_advantage_abs")] = mean_advantage
             for name, value in train_metrics.items():
                 if name not in ("train/seconds", "train/tokens_per_s"):
                     metrics[key(name)] = value
             metrics[key("time/update_tokens_per_s")] = train_metrics.get("train/tokens_per_s", 0.0)
-            rollout_seconds = played["rollout_seconds"]
-            metrics[key("time/rollout_tokens_per_s")] = generated / rollout_seconds if rollout_seconds else 0.0
-            dumped.extend(samples)
-        if self.dump_rollouts:
+            metrics[key("time/rollout_tokens_per_s")] = rollout_tps
+            if self.dump_rollouts:
+                rows = [{**sample_to_json(sample), "rank": self.dist.rank} for sample in samples]
+                dumped.extend(row for part in self.dist.gather(rows) for row in part)
+        if self.dump_rollouts and self.dist.is_main:
             folder = self.out_dir / "rollouts"
             folder.mkdir(exist_ok=True)
             with open(folder / f"iter_{it:05d}.jsonl", "w") as f:
-                for sample in dumped:
-                    f.write(json.dumps(sample_to_json(sample)) + "\n")
+                for row in dumped:
+                    f.write(json.dumps(row) + "\n")
+        if self.dist.world > 1:
+            metrics["processes"] = self.dist.world
         self.iteration += 1
         added = self.population.evolve(self.iteration, self.snapshot)
         for learner in self.learners:
@@ -752,6 +866,25 @@ class Run:
         metrics.update(times)
         return metrics
 
+    def check_processes(self) -> None:
+        """Several processes: every rank must hold the same weights; ``processes.json`` records their digests.
+
+        The ranks start from rank 0's weights and make the same steps with the same summed gradients, so any
+        difference is a bug (raised as an error rather than written as a silently divergent checkpoint).
+        """
+        digests = {learner.name: self.dist.gather(learner.trainer.parameter_digest()) for learner in self.learners}
+        if self.dist.is_main:
+            summary = {
+                "world": self.dist.world,
+                "iteration": self.iteration,
+                "weight_digests": digests[self.learner.name],
+                "learners": digests,
+            }
+            (self.out_dir / "processes.json").write_text(json.dumps(summary, indent=2))
+        diverged = sorted(name for name, values in digests.items() if len(set(values)) != 1)
+        if diverged:
+            raise ArenaError(f"the processes' weights of learner(s) {diverged} differ; see processes.json")
+
     def run(self, resume: bool = False) -> Path:
         self.prepare_dir()
         if resume:
@@ -766,7 +899,7 @@ class Run:
             initial=self.iteration,
             desc="train",
             unit="it",
-            disable=None if self.progress is None else not self.progress,
+            disable=(None if self.progress is None else not self.progress) if self.dist.is_main else True,
         )
         try:
             while self.iteration < self.config.iterations:
@@ -777,7 +910,7 @@ class Run:
                     t = time.perf_counter()
                     self.save()
                     log.debug("checkpoint", iteration=self.iteration, seconds=round(time.perf_counter() - t, 3))
-                for learner in self.learners:
+                for learner in self.learners if self.dist.is_main else ():
                     key = functools.partial(self._key, learner)
                     log.info(
                         "iteration",
@@ -791,6 +924,8 @@ class Run:
                         ),
                     )
                 bar.update(1)
+            if self.dist.world > 1:
+                self.check_processes()
         finally:
             bar.close()
             if self.writer is not None:

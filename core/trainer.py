@@ -12,7 +12,8 @@ tokens whose gradients accumulate. Each sample's loss follows its ``Sample.loss`
 plus k3 KL to the frozen reference (``kl_coef``) and an entropy bonus (``entropy_coef``). Log-probs are
 recomputed with each token's sampling temperature. Aggregation weights are computed once per minibatch, so the
 result does not depend on how it is cut into micro-batches. A non-finite loss or gradient skips the step and
-says so in the metrics.
+says so in the metrics. With several processes (``dist.world > 1``) the weights are normalised over the union of
+the processes' minibatches and the gradients are summed once per optimizer step (``update``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import attrs
 import torch
 
 from arena.core import losses
+from arena.core.distributed import Dist, MinibatchShape
+from arena.core.errors import ArenaError
 from arena.core.logprobs import policy_logprobs
 from arena.core.samples import Sample
 
@@ -82,15 +85,24 @@ def _schedule(config: OptimConfig) -> Any:
     return factor
 
 
-def token_weights(lengths: Sequence[int], aggregation: Aggregation, constant: int | None) -> list[float]:
-    """The weight of each token of each sample so that Σ weight·ℓ is the minibatch's aggregated loss."""
-    n_seq = max(1, len(lengths))
+def token_weights(
+    lengths: Sequence[int], aggregation: Aggregation, constant: int | None, shape: MinibatchShape | None = None
+) -> list[float]:
+    """The weight of each token of each sample so that Σ weight·ℓ is the minibatch's aggregated loss.
+
+    ``shape`` is the whole minibatch's when ``lengths`` are only one process's part of it (several processes):
+    the normalisers (token count, sequence count, longest answer) are then the union's, so the parts' losses add
+    up to the loss one process would compute on the union.
+    """
+    if shape is None:
+        shape = MinibatchShape.of(lengths, 0, len(lengths))
+    n_seq = max(1, shape.sequences)
     if aggregation == "token_mean":
-        total = max(1, sum(lengths))
+        total = max(1, shape.tokens)
         return [1.0 / total for _ in lengths]
     if aggregation == "seq_mean_token_mean":
         return [1.0 / (n_seq * max(1, n)) for n in lengths]
-    norm = constant or max(lengths, default=1) or 1
+    norm = constant or shape.longest or 1
     return [1.0 / (n_seq * norm) for _ in lengths]
 
 
@@ -104,10 +116,13 @@ class Trainer:
         loss: LossConfig,
         accelerator: Any | None = None,
         pad_id: int = 0,
+        dist: Dist | None = None,
     ) -> None:
         from accelerate import Accelerator
 
         self.accelerator = accelerator or Accelerator(cpu=not torch.cuda.is_available())
+        #: The processes that train this model together (``accelerate launch``); ``Dist()`` for one process.
+        self.dist = dist or Dist.of(self.accelerator)
         self.optim_config = optim
         self.loss_config = loss
         self.pad_id = pad_id
@@ -119,12 +134,47 @@ class Trainer:
             weight_decay=optim.weight_decay,
         )
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(optim))
-        self.model, self.optimizer, self.scheduler = self.accelerator.prepare(model, optimizer, scheduler)
+        if self.dist.world == 1:
+            self.model, self.optimizer, self.scheduler = self.accelerator.prepare(model, optimizer, scheduler)
+        else:
+            self._prepare_distributed(model, optimizer, scheduler)
         self.reference: torch.nn.Module | None = None  # built lazily: only KL and DPO need it
         self.steps = 0
         #: ``f(samples, advantages, entropy, mask) -> [B, T] tensor | None``, per micro-batch: advantages that
         #: depend on the current policy (EntropyAdv); the run wires the ``shape_token_advantages`` hook here.
         self.shape_token_advantages: Callable[..., torch.Tensor | None] | None = None
+
+    def _prepare_distributed(self, model: torch.nn.Module, optimizer: Any, scheduler: Any) -> None:
+        """Several processes: place the model (and bf16 autocast) without DDP, start every rank from rank 0's weights.
+
+        No DDP wrapper: its per-backward all-reduce (and per-forward buffer broadcast) needs the same number of
+        backwards on every rank, and ranks hold different samples; ``update`` combines the gradients once per
+        optimizer step instead. The scheduler stays unwrapped: accelerate's wrapper steps it once per process.
+        """
+        from accelerate.utils import DistributedType
+
+        kind = self.accelerator.distributed_type
+        if kind in (DistributedType.FSDP, DistributedType.DEEPSPEED, DistributedType.XLA, DistributedType.MEGATRON_LM):
+            raise ArenaError(
+                f"the trainer combines gradients itself across processes; {kind} is not supported "
+                "(use plain multi-process data parallelism: accelerate launch --multi_gpu)"
+            )
+        self.model = self.accelerator.prepare_model(model, evaluation_mode=True)
+        self.optimizer = self.accelerator.prepare_optimizer(optimizer)
+        self.scheduler = scheduler
+        with torch.no_grad():
+            for param in self.model.parameters():
+                self.dist.broadcast_(param.data)
+
+    def parameter_digest(self) -> str:
+        """A hash of the weights (ranks must agree after every step)."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for name, tensor in sorted(self.accelerator.unwrap_model(self.model).state_dict().items()):
+            h.update(name.encode())
+            h.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+        return h.hexdigest()
 
     # -- reference model ----------------------------------------------------------------------------------
 
@@ -181,7 +231,14 @@ class Trainer:
     # -- the update ---------------------------------------------------------------------------------------
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
-        """Train on ``samples``; returns averaged metrics (losses, KL, entropy, clip fraction, tokens/s...)."""
+        """Train on ``samples``; returns averaged metrics (losses, KL, entropy, clip fraction, tokens/s...).
+
+        With several processes every rank calls this with its own samples (possibly none) and the ranks make the
+        same optimizer steps: minibatch ``k`` is the union of every rank's minibatch ``k`` (each rank cuts its
+        samples into exactly ``minibatches`` parts), aggregation weights are normalised over that union, and the
+        gradients are summed once per step (with a flag: a non-finite loss on any rank skips the step on all).
+        The returned metrics are of the union (``_reduce_metrics``).
+        """
         samples = [s for s in samples if s.completion_ids]
         if self.loss_config.overlong_filter:
             samples = [s for s in samples if s.meta.get("finish_reason") != "length"]
@@ -190,14 +247,21 @@ class Trainer:
         counts: dict[str, int] = {}
         skipped = 0
         tokens = 0
-        if not samples:
+        distributed = self.dist.world > 1
+        parts = self._minibatch_parts(samples)
+        shapes = [self._shape(part) for part in parts]
+        if distributed:
+            from arena.core.distributed import merge_shapes
+
+            shapes = merge_shapes(self.dist.gather(shapes))
+        if not any(shape.samples for shape in shapes):
             return {"train/samples": 0.0}
         self.model.train()
-        order = list(range(len(samples)))
-        per_minibatch = math.ceil(len(order) / max(1, self.optim_config.minibatches))
+        model = self.accelerator.unwrap_model(self.model) if distributed else self.model
         for _ in range(self.optim_config.epochs):
-            for start in range(0, len(order), per_minibatch):
-                minibatch = [samples[i] for i in order[start : start + per_minibatch]]
+            for minibatch, shape in zip(parts, shapes, strict=True):
+                if not shape.samples:  # empty on every rank: no step (a single process never cuts one)
+                    continue
                 # DPO samples are sequence-level (their own term, below): they neither take part in nor dilute
                 # the token aggregation of the other samples.
                 token_level = [i for i, s in enumerate(minibatch) if not s.loss.startswith("dpo")]
@@ -208,16 +272,16 @@ class Trainer:
                         [len(minibatch[i].completion_ids) for i in token_level],
                         self.loss_config.aggregation,
                         self.loss_config.seq_sum_constant,
+                        shape,
                     ),
                     strict=True,
                 ):
                     weights[i] = w
-                pairs = len({s.meta.get("pair") for s in minibatch if s.loss == "dpo_chosen"})
                 ok = True
                 step_loss = 0.0
                 for micro in self.micro_batches(minibatch):
                     batch = [minibatch[i] for i in micro]
-                    loss, stats = self._micro_loss(batch, [weights[i] for i in micro], pairs)
+                    loss, stats = self._micro_loss(batch, [weights[i] for i in micro], shape.pairs, model)
                     if not torch.isfinite(loss):
                         ok = False
                         break
@@ -227,6 +291,8 @@ class Trainer:
                     for key, value in stats.items():
                         sums[key] = sums.get(key, 0.0) + value
                         counts[key] = counts.get(key, 0) + 1
+                if distributed:
+                    ok, step_loss = self._sum_gradients(ok, step_loss)
                 grad_norm = float("nan")
                 if ok:
                     grad_norm = float(
@@ -244,10 +310,13 @@ class Trainer:
                     skipped += 1
                 self.optimizer.zero_grad(set_to_none=True)
         seconds = time.perf_counter() - started
+        n_samples = len(samples)
+        if distributed:
+            sums, counts, n_samples, tokens, seconds = self._reduce_metrics(sums, counts, n_samples, tokens, seconds)
         metrics = {k: sums[k] / counts[k] for k in sums}
         metrics.update(
             {
-                "train/samples": float(len(samples)),
+                "train/samples": float(n_samples),
                 "train/tokens": float(tokens),
                 "train/skipped_steps": float(skipped),
                 "train/steps": float(self.steps),
@@ -259,13 +328,84 @@ class Trainer:
         self.model.eval()
         return metrics
 
+    def _minibatch_parts(self, samples: Sequence[Sample]) -> list[list[Sample]]:
+        """``minibatches`` consecutive parts of ``samples`` of ``ceil(n / minibatches)`` each (trailing ones empty)."""
+        count = max(1, self.optim_config.minibatches)
+        size = math.ceil(len(samples) / count)
+        return [list(samples[k * size : (k + 1) * size]) for k in range(count)]
+
+    def _shape(self, minibatch: Sequence[Sample]) -> MinibatchShape:
+        lengths = [len(s.completion_ids) for s in minibatch if not s.loss.startswith("dpo")]
+        pairs = len({s.meta.get("pair") for s in minibatch if s.loss == "dpo_chosen"})
+        return MinibatchShape.of(lengths, pairs, len(minibatch))
+
+    def _sum_gradients(self, ok: bool, step_loss: float) -> tuple[bool, float]:
+        """One all-reduce per optimizer step: gradients, the non-finite flag and the loss, summed over ranks.
+
+        A rank whose loss was not finite (or that had no part in this minibatch) contributes zero gradients.
+        Returns whether every rank's loss was finite, and the minibatch's loss (the sum of the ranks' parts).
+        """
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        device = params[0].device
+        pieces = []
+        for p in params:
+            if ok and p.grad is not None:
+                pieces.append(p.grad.detach().reshape(-1).to(torch.float32))
+            else:
+                pieces.append(torch.zeros(p.numel(), dtype=torch.float32, device=device))
+        # Which parameters got a gradient anywhere: one that got none on every rank keeps ``grad = None``, as in
+        # one process (AdamW then leaves it and its moments alone).
+        touched = [1.0 if ok and p.grad is not None else 0.0 for p in params]
+        flags = [0.0 if ok else 1.0, step_loss if ok else 0.0]
+        extra = torch.tensor([*touched, *flags], dtype=torch.float32, device=device)
+        flat = self.dist.all_reduce_(torch.cat([*pieces, extra]))
+        bad, loss = float(flat[-2]), float(flat[-1])
+        if bad:
+            return False, loss
+        offset = 0
+        for i, p in enumerate(params):
+            n = p.numel()
+            if float(flat[-2 - len(params) + i]) > 0:
+                p.grad = flat[offset : offset + n].view_as(p).to(p.dtype).clone()
+            else:
+                p.grad = None
+            offset += n
+        return True, loss
+
+    def _reduce_metrics(
+        self, sums: dict[str, float], counts: dict[str, int], samples: int, tokens: int, seconds: float
+    ) -> tuple[dict[str, float], dict[str, int], int, int, float]:
+        """Metrics of the union: per-micro-batch statistics averaged over every rank's micro-batches, samples and
+        tokens summed, seconds the slowest rank's. ``train/loss`` and ``train/grad_norm`` are already global (the
+        same on every rank), so they are taken from this rank rather than averaged.
+        """
+        parts = self.dist.gather((sums, counts, samples, tokens, seconds))
+        total_sums: dict[str, float] = {}
+        total_counts: dict[str, int] = {}
+        for part_sums, part_counts, *_ in parts:
+            for key, value in part_sums.items():
+                if key in ("train/loss", "train/grad_norm"):
+                    continue
+                total_sums[key] = total_sums.get(key, 0.0) + value
+                total_counts[key] = total_counts.get(key, 0) + part_counts[key]
+        for key in ("train/loss", "train/grad_norm"):
+            if key in sums:
+                total_sums[key], total_counts[key] = sums[key], counts[key]
+        return (
+            total_sums,
+            total_counts,
+            sum(p[2] for p in parts),
+            sum(p[3] for p in parts),
+            max(p[4] for p in parts),
+        )
+
     def _micro_loss(
-        self, batch: Sequence[Sample], weights: Sequence[float], minibatch_pairs: int
+        self, batch: Sequence[Sample], weights: Sequence[float], minibatch_pairs: int, model: Any = None
     ) -> tuple[torch.Tensor, dict[str, float]]:
         cfg = self.loss_config
         device = self.accelerator.device
         logp, entropy, mask = policy_logprobs(
-            self.model,
+            self.model if model is None else model,
             [s.context_ids for s in batch],
             [s.completion_ids for s in batch],
             [s.temperatures for s in batch],
