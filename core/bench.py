@@ -398,7 +398,8 @@ def bench_single_turn(
     over all samples, cut into the same number of micro-batches. One warm-up pass each, then ``repeats`` timed
     passes each, alternating (TRL, ours, TRL, ours...); seconds are the median pass (robust to another process
     taking the cores for a moment), every pass is listed.
-    ``trl_ratio`` = TRL seconds / our seconds per pass (> 1: we are faster).
+    ``trl_ratio`` = TRL seconds / our seconds per pass (> 1: we are faster); ``trl_ratio_paired`` is the median
+    of the per-pair ratios (TRL step k / our pass k, run back to back).
     """
     import copy
     import importlib.util
@@ -469,6 +470,9 @@ def bench_single_turn(
     result.update(trl)
     if "trl_seconds" in trl:
         result["trl_ratio"] = round(trl["trl_seconds"] / ours, 4) if ours else None
+        # Each TRL step against our pass right after it: on a machine whose load changes, the steadier estimate.
+        pairs = [t / o for t, o in zip(trl["trl_pass_seconds"], walls, strict=False) if o > 0]
+        result["trl_ratio_paired"] = round(statistics.median(pairs), 4) if pairs else None
     return result
 
 

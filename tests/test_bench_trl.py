@@ -30,6 +30,7 @@ TRL_KEYS = {
     "trl_micro_batches",
     "trl_setup",
     "trl_ratio",
+    "trl_ratio_paired",
 }
 
 
@@ -54,7 +55,7 @@ def test_single_turn_batch_is_grouped_by_prompt(toy: tuple[Any, Any, list[Sample
     assert samples[0].context_ids != samples[2].context_ids
 
 
-@pytest.mark.parametrize("micro_batch_tokens", [16384, 40])
+@pytest.mark.parametrize("micro_batch_tokens", [16384, 60])
 def test_trl_update_sees_the_same_tokens(toy: tuple[Any, Any, list[Sample], int], micro_batch_tokens: int) -> None:
     pytest.importorskip("trl")
     model, tokenizer, samples, pad = toy
@@ -70,11 +71,13 @@ def test_trl_update_sees_the_same_tokens(toy: tuple[Any, Any, list[Sample], int]
     assert result["trl_tokens_per_pass"] == [tokens, tokens]
     assert result["single_turn_update_seconds"] > 0 and result["trl_seconds"] > 0
     assert all(w > 0 for w in result["trl_pass_seconds"] + result["single_turn_pass_seconds"])
+    pairs = sorted(t / o for t, o in zip(result["trl_pass_seconds"], result["single_turn_pass_seconds"], strict=True))
+    assert result["trl_ratio_paired"] == pytest.approx((pairs[0] + pairs[1]) / 2, rel=1e-2)
     assert result["trl_ratio"] == pytest.approx(result["trl_seconds"] / result["single_turn_update_seconds"], rel=1e-2)
     # Same weights, same tokens, same loss definition: the first (warm-up) losses agree, and they are not 0.
     assert abs(result["single_turn_first_loss"]) > 1e-3
     assert result["trl_first_loss"] == pytest.approx(result["single_turn_first_loss"], abs=1e-4)
-    if micro_batch_tokens == 40:  # the budget cuts ours into several micro-batches; TRL accumulates as many
+    if micro_batch_tokens == 60:  # the budget cuts ours into several micro-batches; TRL accumulates as many
         assert result["single_turn_micro_batches"] > 1
         assert result["trl_micro_batches"] >= result["single_turn_micro_batches"]
         assert len(samples) % result["trl_micro_batches"] == 0
