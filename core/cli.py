@@ -490,12 +490,15 @@ def bench_backends_cmd(model: str, max_new_tokens: int, repeat: int, as_json: bo
 @bench_cmd.command("train")
 @click.option("--model", default="tiny", show_default=True)
 @click.option("--trials", type=int, default=128, show_default=True)
+@click.option("--repeats", type=int, default=3, show_default=True, help="Timed passes per side.")
+@click.option("--group", type=int, default=16, show_default=True, help="Completions per prompt (single-turn/TRL).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def bench_train_cmd(model: str, trials: int, as_json: bool) -> None:
-    """Policy-update tokens/s against a plain forward and backward over the same tokens."""
+def bench_train_cmd(model: str, trials: int, repeats: int, group: int, as_json: bool) -> None:
+    """Policy-update tokens/s against a plain forward and backward over the same tokens, and against TRL's
+    GRPOTrainer on a single-turn batch when ``trl`` is installed."""
     from arena.core.bench import bench_train
 
-    result = bench_train(model=model, trials=trials)
+    result = bench_train(model=model, trials=trials, repeats=repeats, group=group)
     _echo_result(result, as_json)
 
 
