@@ -305,8 +305,8 @@ class HFBackend:
             self.model_name = model
             path = resolve_model(model)
             local = Path(path).exists()
-            local = int(os.environ.get("LOCAL_RANK", "0"))  # accelerate launch: this process's own GPU
-            target = torch.device(device or (f"cuda:{local}" if torch.cuda.is_available() else "cpu"))
+            gpu = int(os.environ.get("LOCAL_RANK", "0"))  # accelerate launch: this process's own GPU
+            target = torch.device(device or (f"cuda:{gpu}" if torch.cuda.is_available() else "cpu"))
             torch_dtype = _as_dtype(dtype) or (torch.bfloat16 if target.type == "cuda" else torch.float32)
             loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, local_files_only=local)
             self.model: PreTrainedModel = cast(Any, loaded).to(target)
