@@ -18,8 +18,8 @@ default: reflections and tips have budgets of their own (list their kinds, e.g. 
 to shape them against the same ``max_length``). Samples added by ``augment_group`` (HeRL, GOLF) come after the
 reward terms and are not shaped.
 
-DAPO's other variant, *overlong filtering* (mask the loss of truncated samples), is not offered: a sample has no
-loss weight or mask a reward plugin could set.
+DAPO's other variant, *overlong filtering* (truncated samples left out of the loss), is a loss setting rather than
+a reward term: ``loss: {overlong_filter: true}`` (``arena.core.trainer.LossConfig``).
 
 Hooks: ``compute_rewards``.
 
