@@ -40,6 +40,13 @@ Demonstration kinds and their exact prompts and answers:
     answers as for ``action``. Short sequences teach "copy a move from the list" in a fraction of the compute;
     with relative (rotary) positions the skill carries over to the full prompts.
 
+``action_drill`` (training only)
+    prompt: a captured turn prompt cut to start at "Current observation:", its ``Legal moves:`` block replaced by
+    a random subset (1 to 16, in id order) of every move the arena listed anywhere in the collected prompts;
+    answers as for ``action``, over that subset. The listing then disagrees with the board, so the only way to
+    answer legally is to read the list: move priors ("any empty-looking cell") stop paying, and the seeded copy
+    circuit (``arena.core.models.circuit``) is what the warm start learns to trust.
+
 ``tip_action``
     prompt: a captured turn prompt with a memory section of ``<tip>…</tip>`` lines (as ``retrieve_memory`` items
     with ``tag="tip"`` render) inserted before the recent-steps paragraph; answer as for ``action``.
@@ -67,7 +74,7 @@ from arena.core.seats import BackendPool
 from arena.core.seeding import derive_seed
 from arena.core.settings import PromptConfig, TrialConfig
 
-DemoKind = Literal["action", "action_crop", "reflection", "strategy", "tip", "tip_action"]
+DemoKind = Literal["action", "action_crop", "action_drill", "reflection", "strategy", "tip", "tip_action"]
 
 #: The built-in arenas the demonstrations cover, in a fixed order (the data order depends on it).
 ARENAS: tuple[str, ...] = (
@@ -456,6 +463,43 @@ def cropped(messages: tuple[ChatMessage, ...], marker: str) -> tuple[ChatMessage
     return _replace_last_user(messages, text[start:] if start >= 0 else text)
 
 
+def with_listing(messages: tuple[ChatMessage, ...], moves: Sequence[tuple[int, str]]) -> tuple[ChatMessage, ...]:
+    """A turn prompt whose ``Legal moves:`` block (the end of the prompt) lists ``moves`` instead."""
+    text = messages[-1].content
+    start = text.rfind("Legal moves:")
+    if start < 0:
+        raise ValueError("the prompt has no 'Legal moves:' block")
+    listing = "\n".join(f"{index}: {name}" for index, name in moves)
+    return _replace_last_user(messages, f"{text[:start]}Legal moves:\n{listing}")
+
+
+_LISTING_LINE = re.compile(r"^\s*(\d+):\s*(.+?)\s*$")
+
+
+def move_vocabulary(items: Sequence[Captured]) -> list[tuple[int, str]]:
+    """Every (id, name) pair listed in any of ``items``' ``Legal moves:`` blocks, in id order."""
+    pairs: set[tuple[int, str]] = set()
+    for item in items:
+        start = item.text.rfind("Legal moves:")
+        if start < 0:
+            continue
+        for line in item.text[start:].splitlines()[1:]:
+            match = _LISTING_LINE.match(line)
+            if not match:
+                break
+            pairs.add((int(match.group(1)), match.group(2)))
+    return sorted(pairs)
+
+
+def drilled(
+    messages: tuple[ChatMessage, ...], vocabulary: Sequence[tuple[int, str]], rng: np.random.Generator
+) -> tuple[ChatMessage, ...]:
+    """A cropped turn prompt listing a random subset of ``vocabulary`` (see ``action_drill``)."""
+    size = int(rng.integers(1, min(len(vocabulary), MAX_BRANCHES) + 1))
+    picked = sorted(rng.choice(len(vocabulary), size=size, replace=False).tolist())
+    return with_listing(cropped(messages, "Current observation:"), [vocabulary[i] for i in picked])
+
+
 def with_instruction(
     messages: tuple[ChatMessage, ...], instruction: str, answer_format: str = ANSWER_FORMAT
 ) -> tuple[ChatMessage, ...]:
@@ -571,6 +615,11 @@ def build_demos(
         for item in plain[: counts.crops if arena != "coding" else 0]:
             marker = CROP_MARKERS[int(rng.integers(len(CROP_MARKERS)))]
             demos.append(_action_demo(arena, "action_crop", cropped(item.messages, marker), rng))
+        if counts.drills and arena != "coding":
+            vocabulary = move_vocabulary(actions)
+            for index in range(counts.drills):
+                item = plain[index % len(plain)]
+                demos.append(_action_demo(arena, "action_drill", drilled(item.messages, vocabulary, rng), rng))
         for item in strategic:
             if arena == "coding":
                 instruction = CODE_STRATEGY_INSTRUCTIONS[int(rng.integers(len(CODE_STRATEGY_INSTRUCTIONS)))]

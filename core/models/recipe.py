@@ -19,6 +19,8 @@ class DemoCounts:
     tip_action: int = 12
     #: Plain action prompts that also appear cut short (``action_crop``, training only).
     crops: int = 120
+    #: Cropped action prompts whose listing is a random subset of the arena's moves (``action_drill``, training).
+    drills: int = 80
     #: Trials per arena, spread over its opponents and both seats (arenas with few opponents get more each).
     trials: int = 160
 
@@ -39,6 +41,40 @@ class SFTConfig:
 
 
 @attrs.frozen
+class CopyCircuit:
+    """The "copy a move from the list" circuit seeded into a fresh ``tiny`` (``arena.core.models.circuit``).
+
+    Scores are attention-logit margins in nats; gains are weight values. ``enabled=False`` builds as before.
+    """
+
+    enabled: bool = True
+    #: Embedding value of the marker coordinates (BIAS, ACT); other coordinates start at std 0.02.
+    marker: float = 1.0
+    #: IS_ID's value relative to ``marker``: small, so an ``ID: `` token's norm (and key) stays close to the rest.
+    id_marker: float = 0.25
+    #: Attention-logit margin of the previous-token head for distance 1 over distances 0 and 2.
+    prev_margin: float = 12.0
+    #: Rotary pairs the previous-token head's score uses, counted from the fastest (the slow ones cannot tell
+    #: distance 1 from 0 or 2 and only add a common offset).
+    prev_pairs: int = 16
+    #: What the previous-token head writes into ``PREV_ID`` (relative to ``marker``).
+    prev_gain: float = 1.0
+    #: Attention logit the copy head gives a ``PREV_ID`` position at ``<action>``, over any other position.
+    copy_score: float = 12.0
+    #: Rotary pairs the copy head's score uses, counted from the slowest.
+    copy_pairs: int = 8
+    #: Hold the embedding coordinates the copy heads read and write at their random initial values.
+    hold_identity_code: bool = True
+    #: The layer of the copy heads (layer 0 is the previous-token layer).
+    copy_layer: int = 1
+    #: Gain of the copy head's output (identity projection); larger means a bigger logit boost for listed names.
+    copy_gain: float = 4.0
+    #: Initial weight of the final RMSNorm. With tied embeddings of std 0.02 the logits of a fresh model span well
+    #: under a nat whatever the residual holds, so the copied names could not stand out without it.
+    logit_gain: float = 8.0
+
+
+@attrs.frozen
 class TinyRecipe:
     """Everything that decides the built bytes besides the seed (sizes chosen to build in minutes on 2 cores)."""
 
@@ -52,22 +88,29 @@ class TinyRecipe:
     threads: int = 2
     demos: DemoCounts = attrs.field(factory=DemoCounts)
     eval_demos: DemoCounts = attrs.field(
-        factory=lambda: DemoCounts(action=40, reflection=6, strategy=10, tip=6, tip_action=8, crops=0, trials=120)
+        factory=lambda: DemoCounts(
+            action=40, reflection=6, strategy=10, tip=6, tip_action=8, crops=0, drills=0, trials=120
+        )
     )
     #: Arenas whose prompts are long (text_maze: a room description per step) get fewer demonstrations. The
     #: coding arena has none: a model this size does not learn to write Python from a few hundred functions
     #: within the build budget (measured: 0 of 40 held-out answers compiled; docs/models.md).
     per_arena_demos: dict[str, DemoCounts] = attrs.field(
         factory=lambda: {
-            "text_maze": DemoCounts(action=60, reflection=8, strategy=10, tip=6, tip_action=8, crops=80, trials=80),
+            "text_maze": DemoCounts(
+                action=60, reflection=8, strategy=10, tip=6, tip_action=8, crops=80, drills=40, trials=80
+            ),
         }
     )
     per_arena_eval_demos: dict[str, DemoCounts] = attrs.field(
         factory=lambda: {
-            "text_maze": DemoCounts(action=30, reflection=4, strategy=6, tip=4, tip_action=4, crops=0, trials=60),
+            "text_maze": DemoCounts(
+                action=30, reflection=4, strategy=6, tip=4, tip_action=4, crops=0, drills=0, trials=60
+            ),
         }
     )
     sft: SFTConfig = attrs.field(factory=SFTConfig)
+    circuit: CopyCircuit = attrs.field(factory=CopyCircuit)
     #: Raise (and cache nothing) when the gate fails. Off by default: the gate is measured and recorded in
     #: ``build_report.json`` on every build, but a failing arena must not make ``model:tiny`` unusable.
     enforce_gate: bool = False
@@ -77,8 +120,8 @@ class TinyRecipe:
         """A few-second build with the same code path (tests of determinism and plumbing)."""
         return cls(
             num_layers=2,
-            demos=DemoCounts(action=4, reflection=2, strategy=1, tip=1, tip_action=1, crops=2, trials=12),
-            eval_demos=DemoCounts(action=0, reflection=0, strategy=0, tip=0, tip_action=0, crops=0, trials=0),
+            demos=DemoCounts(action=4, reflection=2, strategy=1, tip=1, tip_action=1, crops=2, drills=2, trials=12),
+            eval_demos=DemoCounts(action=0, reflection=0, strategy=0, tip=0, tip_action=0, crops=0, drills=0, trials=0),
             per_arena_demos={},
             per_arena_eval_demos={},
             sft=SFTConfig(epochs=1, warmup_steps=1, max_steps=steps, token_budget=2048),

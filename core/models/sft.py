@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -152,6 +152,7 @@ def train(
     seed: int,
     pad_id: int,
     on_step: Callable[[int, int, float], None] | None = None,
+    held: Mapping[str, torch.Tensor] | None = None,
 ) -> list[float]:
     """AdamW with warm-up and cosine decay; returns the loss of every step.
 
@@ -159,7 +160,8 @@ def train(
     four-token action, but not so much that the few tokens that choose a move get drowned out.
 
     The batch order of each epoch is a permutation drawn from ``seed``; ``on_step(step, total, loss)`` drives a
-    progress bar.
+    progress bar. ``held`` maps parameter names to boolean masks of entries that keep their starting values
+    (restored after every step, so neither updates nor weight decay move them).
     """
     buckets = length_buckets(examples, config.token_budget)
     rng = np.random.default_rng(seed)
@@ -175,6 +177,8 @@ def train(
         foreach=False,
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: _lr_factor(step, len(plan), config))
+    parameters = dict(model.named_parameters())
+    kept = {name: (parameters[name], mask, parameters[name].detach().clone()) for name, mask in (held or {}).items()}
     model.train()
     losses: list[float] = []
     for step, bucket in enumerate(plan):
@@ -184,6 +188,9 @@ def train(
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
+        with torch.no_grad():
+            for parameter, mask, start in kept.values():
+                parameter.copy_(torch.where(mask, start, parameter))
         scheduler.step()
         losses.append(float(loss.detach()))
         if on_step is not None:

@@ -7,8 +7,10 @@ Build phases (each logs one line; training shows a progress bar):
 2. tokenizer: byte-level BPE trained on that text, chat template (``arena.core.models.tokenizer``);
 3. model: ``LlamaForCausalLM`` with head_dim 64 (vLLM needs ≥ 64), tied embeddings, seeded initialisation
    (Llama rather than Qwen2: transformers 5 forces its Qwen2 tokenizer class onto ``qwen2`` checkpoints, which
-   would replace the trained pre-tokenizer);
-4. SFT on answer tokens only, prefix trees bucketed by length (``arena.core.models.sft``);
+   would replace the trained pre-tokenizer), then a hand-set "copy a move from the list" circuit written into
+   its first two layers (``arena.core.models.circuit``; the reason the build meets its legal-answer gate);
+4. SFT on answer tokens only, prefix trees bucketed by length, the circuit's weights held
+   (``arena.core.models.sft``);
 5. quality gate on held-out prompts: the share of sampled answers that parse to a legal move in every arena
    (target ≥ 95 %) and how uniform the choice among legal moves is (``arena.core.models.quality``); results go
    to ``build_report.json`` (``gate.passed``); ``TinyRecipe.enforce_gate`` turns a miss into a failed build.
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("arena.models.tiny")
 
-BUILD_VERSION = 2
+BUILD_VERSION = 3
 NAME = "tiny"
 #: Files whose bytes may differ between two otherwise identical builds.
 NONDETERMINISTIC_FILES: tuple[str, ...] = ("build_timing.json",)
@@ -89,6 +91,31 @@ def parameter_count(recipe: TinyRecipe, vocab_size: int | None = None) -> int:
     return vocab * h + recipe.num_layers * layer + h
 
 
+def model_config(recipe: TinyRecipe, tokenizer: Any) -> Any:
+    """The ``LlamaConfig`` of the recipe for a trained tokenizer (its end token is also bos and pad)."""
+    from transformers import LlamaConfig
+
+    end_id = int(tokenizer.eos_token_id)
+    return LlamaConfig(
+        vocab_size=-(-len(tokenizer) // 64) * 64,  # a multiple of 64 keeps the embedding matmuls aligned
+        hidden_size=recipe.hidden_size,
+        intermediate_size=recipe.intermediate_size,
+        num_hidden_layers=recipe.num_layers,
+        num_attention_heads=recipe.num_heads,
+        num_key_value_heads=recipe.num_kv_heads,
+        head_dim=recipe.hidden_size // recipe.num_heads,
+        max_position_embeddings=recipe.max_position_embeddings,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=True,
+        bos_token_id=end_id,
+        eos_token_id=end_id,
+        pad_token_id=end_id,
+        attention_bias=False,
+        mlp_bias=False,
+        rms_norm_eps=1e-6,
+    )
+
+
 def build_tiny(
     out_dir: Path | str | None = None,
     seed: int = 0,
@@ -134,8 +161,9 @@ def _token_stats(examples: list[TreeExample], demos: list[Demo]) -> dict[str, di
 def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
     import torch
     from tqdm import tqdm
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+    from transformers import GenerationConfig, LlamaForCausalLM
 
+    from arena.core.models.circuit import install_copy_circuit
     from arena.core.models.demos import build_demos, demo_texts, describe
     from arena.core.models.quality import evaluate
     from arena.core.models.sft import deterministic_torch, train
@@ -157,29 +185,16 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
 
         phase = time.perf_counter()
         end_id = int(tokenizer.eos_token_id)
-        vocab = -(-len(tokenizer) // 64) * 64  # a multiple of 64 keeps the embedding matmuls aligned
-        settings: dict[str, Any] = {
-            "vocab_size": vocab,
-            "hidden_size": recipe.hidden_size,
-            "intermediate_size": recipe.intermediate_size,
-            "num_hidden_layers": recipe.num_layers,
-            "num_attention_heads": recipe.num_heads,
-            "num_key_value_heads": recipe.num_kv_heads,
-            "head_dim": recipe.hidden_size // recipe.num_heads,
-            "max_position_embeddings": recipe.max_position_embeddings,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
-            "tie_word_embeddings": True,
-            "bos_token_id": end_id,
-            "eos_token_id": end_id,
-            "pad_token_id": end_id,
-            "attention_bias": False,
-            "mlp_bias": False,
-            "rms_norm_eps": 1e-6,
-        }
-        config = LlamaConfig(**settings)
+        config = model_config(recipe, tokenizer)
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
         model.config._attn_implementation = "sdpa"
+        circuit: dict[str, Any] = {}
+        held: dict[str, Any] = {}
+        if recipe.circuit.enabled:
+            seeded = install_copy_circuit(model, tokenizer, recipe.circuit)
+            circuit, held = seeded.info, seeded.held
+            log.info("tiny: seeded the copy circuit", **circuit)
         parameters = sum(p.numel() for p in model.parameters())
         log.info("tiny: supervised warm start", parameters=parameters, examples=len(examples), epochs=recipe.sft.epochs)
         bar = tqdm(desc="tiny sft", unit="step", disable=None, leave=False)
@@ -191,7 +206,7 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
             if (step + 1) % 50 == 0:
                 log.info("tiny: sft progress", step=step + 1, steps=total, loss=round(loss, 3))
 
-        losses = train(model, examples, recipe.sft, seed=seed, pad_id=end_id, on_step=on_step)
+        losses = train(model, examples, recipe.sft, seed=seed, pad_id=end_id, on_step=on_step, held=held)
         bar.close()
         timing["sft"] = time.perf_counter() - phase
         log.info("tiny: trained", steps=len(losses), first_loss=round(losses[0], 3), last_loss=round(losses[-1], 3))
@@ -228,6 +243,7 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
             "recipe": attrs.asdict(recipe),
             "demonstrations": describe(demos),
             "prompt_tokens": tokens,
+            "circuit": circuit,
             "sft": {"steps": len(losses), "first_loss": losses[0], "last_loss": losses[-1]},
             "gate": {
                 "threshold": GATE_LEGAL_RATE,

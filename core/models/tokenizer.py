@@ -22,12 +22,14 @@ END = "<|end|>"
 ROLE_TOKENS: tuple[str, ...] = ("<|system|>", "<|user|>", "<|assistant|>")
 SPECIAL_TOKENS: tuple[str, ...] = (END, *ROLE_TOKENS)
 
-#: Pre-token boundaries: newlines, ``<tag>``/``</tag>`` markup and the ``ID: `` of move listings stay apart;
-#: everything else (spaces, punctuation, digits) may merge, so the constant rule text compresses well and a move
-#: name such as ``(0,1)`` or ``bid 2 × 6`` becomes one token, the same in the listing and in ``<action>…</action>``:
-#: answering is then copying one token from the list. (Tried and dropped: whole listing lines as one token each;
-#: the model learned the line → name association no faster.)
-_SPLIT = r"\n+|</?[A-Za-z_|]+>|\d+: "
+#: Pre-token boundaries: newlines, ``<tag>``/``</tag>`` markup and the ``ID: `` that starts a move-listing line
+#: stay apart; everything else (spaces, punctuation, digits) may merge, so the constant rule text compresses well
+#: and a move name such as ``(0,1)`` or ``bid 2 × 6`` becomes one token, the same in the listing and in
+#: ``<action>…</action>``: answering is then copying one token from the list. ``^`` matches at every line start
+#: (Oniguruma), so ``player_1: (0,2)`` in the move history is not split like a listing line; the seeded copy
+#: circuit (``arena.core.models.circuit``) relies on ``ID: `` tokens marking the listing only. (Tried and
+#: dropped: whole listing lines as one token each; the model learned the line → name association no faster.)
+_SPLIT = r"\n+|</?[A-Za-z_|]+>|^\d+: "
 
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"

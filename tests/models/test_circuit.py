@@ -1,0 +1,155 @@
+"""The seeded copy circuit of ``tiny``: where its markers land, what it does before any training, what SFT holds,
+and the listing drills that teach the rest of the network to trust it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+import torch
+
+from arena.core.models.circuit import ACT, BIAS, IS_ID, PREV_ID, install_copy_circuit, marker_token_ids
+from arena.core.models.demos import Demo, build_demos, demo_texts, drilled, move_vocabulary, with_listing
+from arena.core.models.quality import legal_moves, prompt_ids
+from arena.core.models.recipe import CopyCircuit, DemoCounts, SFTConfig, TinyRecipe
+from arena.core.models.sft import TreeExample, train
+from arena.core.models.tiny import model_config
+from arena.core.models.tokenizer import train_tokenizer
+
+COUNTS = DemoCounts(action=6, reflection=1, strategy=0, tip=0, tip_action=0, crops=0, drills=0, trials=16)
+
+
+@pytest.fixture(scope="module")
+def corpus() -> tuple[list[Demo], Any]:
+    demos = build_demos(11, COUNTS)
+    return demos, train_tokenizer(demo_texts(demos), vocab_size=2048)
+
+
+DEFAULT_CIRCUIT = CopyCircuit()
+
+
+def _fresh_model(tokenizer: Any, circuit: CopyCircuit | None = DEFAULT_CIRCUIT) -> tuple[Any, Any]:
+    from transformers import LlamaForCausalLM
+
+    recipe = attrs.evolve(TinyRecipe(), num_layers=2)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(model_config(recipe, tokenizer))
+    seeded = install_copy_circuit(model, tokenizer, circuit) if circuit is not None else None
+    return model.eval(), seeded
+
+
+def test_only_listing_lines_yield_id_tokens(corpus: tuple[list[Demo], Any]) -> None:
+    _, tokenizer = corpus
+    id_tokens, _ = marker_token_ids(tokenizer)
+    listing = tokenizer.encode("Legal moves:\n0: (0,0)\n12: liar\n", add_special_tokens=False)
+    history = tokenizer.encode("- Step 2, player_1: (0,2)\nRound 1: you played rock\n", add_special_tokens=False)
+    assert sum(t in id_tokens for t in listing) == 2
+    assert not any(t in id_tokens for t in history), "an opponent's history line must not look like a listing"
+
+
+def test_fresh_model_with_the_circuit_puts_its_move_mass_on_listed_moves(corpus: tuple[list[Demo], Any]) -> None:
+    """Before any training: at ``<action>``, of the probability on the arena's move names, the listed ones hold
+    nearly all of it; a fresh model without the circuit spreads it by chance."""
+    demos, tokenizer = corpus
+    actions = [d for d in demos if d.kind == "action"]
+    action_id = tokenizer.encode("<action>", add_special_tokens=False)[0]
+    names = {
+        d.arena: {
+            tokenizer.encode(m.name, add_special_tokens=False)[0]
+            for x in actions
+            for m in legal_moves(x.messages)
+            if x.arena == d.arena
+        }
+        for d in actions
+    }
+
+    def listed_share(model: object) -> dict[str, float]:
+        shares: dict[str, list[float]] = {}
+        for demo in actions:
+            listed = [tokenizer.encode(m.name, add_special_tokens=False)[0] for m in legal_moves(demo.messages)]
+            if len(listed) == len(names[demo.arena]):
+                continue  # every name is listed: nothing to tell apart
+            ids = [*prompt_ids(tokenizer, demo.messages), action_id]
+            with torch.no_grad():
+                probs = torch.softmax(model(input_ids=torch.tensor([ids])).logits[0, -1].float(), -1)
+            share = float(probs[listed].sum() / probs[sorted(names[demo.arena])].sum())
+            shares.setdefault(demo.arena, []).append(share)
+        return {arena: sum(v) / len(v) for arena, v in shares.items()}
+
+    seeded, _ = _fresh_model(tokenizer)
+    plain, _ = _fresh_model(tokenizer, circuit=None)
+    with_circuit, without = listed_share(seeded), listed_share(plain)
+    assert {"tic_tac_toe", "liars_dice", "text_maze"} <= set(with_circuit)
+    for arena, share in with_circuit.items():
+        assert share > 0.99, (arena, share, without[arena])
+    assert min(without.values()) < 0.8, without
+
+
+def test_previous_token_head_marks_exactly_the_listed_names(corpus: tuple[list[Demo], Any]) -> None:
+    demos, tokenizer = corpus
+    model, _ = _fresh_model(tokenizer)
+    demo = next(
+        d for d in demos if d.kind == "action" and d.arena == "tic_tac_toe" and "player_1: (" in d.messages[-1].content
+    )
+    ids = prompt_ids(tokenizer, demo.messages)
+    with torch.no_grad():
+        hidden = model(input_ids=torch.tensor([ids]), output_hidden_states=True).hidden_states[1][0]
+    marked = {i for i in range(len(ids)) if hidden[i, model.config.hidden_size - PREV_ID] > 0.5}
+    id_tokens, _ = marker_token_ids(tokenizer)
+    after_ids = {i for i in range(1, len(ids)) if ids[i - 1] in id_tokens}
+    assert marked == after_ids and len(marked) == len(legal_moves(demo.messages))
+
+
+def test_sft_holds_the_circuit_and_trains_the_rest(corpus: tuple[list[Demo], Any]) -> None:
+    demos, tokenizer = corpus
+    model, seeded = _fresh_model(tokenizer)
+    assert seeded.info["copy_heads"] == [0, 2] and seeded.info["copy_layer"] == 1
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    eos = int(tokenizer.eos_token_id)
+    examples = [
+        TreeExample(
+            prefix=tuple(prompt_ids(tokenizer, d.messages)),
+            branches=tuple((*tokenizer.encode(a, add_special_tokens=False), eos) for a in d.answers),
+        )
+        for d in demos[:12]
+    ]
+    train(model, examples, SFTConfig(epochs=1, warmup_steps=1, max_steps=3), seed=0, pad_id=eos, held=seeded.held)
+    parameters = {name: p.detach() for name, p in model.named_parameters()}
+    for name, mask in seeded.held.items():
+        assert torch.equal(parameters[name][mask], before[name][mask]), name
+    embed = "model.embed_tokens.weight"
+    assert not torch.equal(parameters[embed][~seeded.held[embed]], before[embed][~seeded.held[embed]])
+    hidden = model.config.hidden_size
+    assert float(parameters[embed][0, hidden - BIAS]) == 1.0
+    assert float(parameters[embed][marker_token_ids(tokenizer)[1], hidden - ACT]) == 1.0
+    assert float(parameters[embed][marker_token_ids(tokenizer)[0][0], hidden - IS_ID]) == CopyCircuit().id_marker
+
+
+def test_circuit_refuses_a_model_it_cannot_fit(corpus: tuple[list[Demo], Any]) -> None:
+    _, tokenizer = corpus
+    with pytest.raises(ValueError, match="copy_layer"):
+        _fresh_model(tokenizer, circuit=CopyCircuit(copy_layer=2))
+
+
+def test_drills_list_a_random_subset_of_the_arena_moves_and_answer_from_it() -> None:
+    import numpy as np
+
+    demos = build_demos(5, attrs.evolve(COUNTS, drills=6), arenas=("tic_tac_toe", "liars_dice"))
+    drills = [d for d in demos if d.kind == "action_drill"]
+    assert len(drills) == 12
+    for demo in drills:
+        text = demo.messages[-1].content
+        assert text.startswith("Current observation:")
+        listed = [m.name for m in legal_moves(demo.messages)]
+        assert 1 <= len(listed) <= 16 and sorted(
+            a[len("<action>") : -len("</action>")] for a in demo.answers
+        ) == sorted(listed)
+    # The vocabulary is every listed (id, name) pair; a listing is rewritten in place.
+    vocabulary = move_vocabulary([])
+    assert vocabulary == []
+    demo = next(d for d in demos if d.kind == "action")
+    rewritten = with_listing(demo.messages, [(4, "(1,1)"), (8, "(2,2)")])
+    assert rewritten[-1].content.endswith("Legal moves:\n4: (1,1)\n8: (2,2)")
+    again = drilled(demo.messages, [(4, "(1,1)"), (8, "(2,2)")], np.random.default_rng(0))
+    assert {m.name for m in legal_moves(again)} <= {"(1,1)", "(2,2)"}
