@@ -161,7 +161,8 @@ def train(
 
     The batch order of each epoch is a permutation drawn from ``seed``; ``on_step(step, total, loss)`` drives a
     progress bar. ``held`` maps parameter names to boolean masks of entries that keep their starting values
-    (restored after every step, so neither updates nor weight decay move them).
+    (restored after every step, so neither updates nor weight decay move them; their gradients still count in the
+    clipping norm, as they did in the measured builds).
     """
     buckets = length_buckets(examples, config.token_budget)
     rng = np.random.default_rng(seed)
