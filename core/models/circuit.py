@@ -5,8 +5,12 @@ then ``ID: NAME`` lines). The tokenizer makes every move name one token, the sam
 ``<action>NAME</action>``, so the skill is a one-token copy. A freshly initialised model does not find it within
 the build's step budget: it learns move *priors* instead, which miss whenever the legal set changes (v2 put 0.60
 of its probability on listed tic-tac-toe cells when the listing was a random subset; a model trained on nothing
-but such drills needed about 880 steps to reach 0.93). So the build writes the mechanism in, holds it fixed, and
-lets SFT teach the rest of the network to use it (docs/models.md has the measurements of every step).
+but such drills needed about 880 steps to reach 0.93). So this recipe writes the mechanism in, holds it fixed,
+and lets SFT teach the rest of the network to use it (docs/models.md has the measurements of every step).
+
+Opt-in (``TinyRecipe.with_copy_circuit()``), not the default: the model it builds meets the 95% legal-answer gate,
+but one AdamW step at lr 1e-4 can flip its answers (through the weights SFT held), so RL at the configs' learning
+rate breaks it.
 
 Four reserved coordinates of the residual stream (the last ones of the hidden size):
 

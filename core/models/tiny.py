@@ -7,9 +7,9 @@ Build phases (each logs one line; training shows a progress bar):
 2. tokenizer: byte-level BPE trained on that text, chat template (``arena.core.models.tokenizer``);
 3. model: ``LlamaForCausalLM`` with head_dim 64 (vLLM needs ≥ 64), tied embeddings, seeded initialisation
    (Llama rather than Qwen2: transformers 5 forces its Qwen2 tokenizer class onto ``qwen2`` checkpoints, which
-   would replace the trained pre-tokenizer), then a hand-set "copy a move from the list" circuit written into
-   its first two layers (``arena.core.models.circuit``; the reason the build meets its legal-answer gate);
-4. SFT on answer tokens only, prefix trees bucketed by length, the circuit's weights held
+   would replace the trained pre-tokenizer); with ``TinyRecipe.with_copy_circuit()`` (opt-in) a hand-set "copy
+   a move from the list" circuit is written into its first two layers (``arena.core.models.circuit``);
+4. SFT on answer tokens only, prefix trees bucketed by length, the circuit's weights held when there is one
    (``arena.core.models.sft``);
 5. quality gate on held-out prompts: the share of sampled answers that parse to a legal move in every arena
    (target ≥ 95 %) and how uniform the choice among legal moves is (``arena.core.models.quality``); results go
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("arena.models.tiny")
 
-BUILD_VERSION = 3
+BUILD_VERSION = 2
 NAME = "tiny"
 #: Files whose bytes may differ between two otherwise identical builds.
 NONDETERMINISTIC_FILES: tuple[str, ...] = ("build_timing.json",)
@@ -177,7 +177,9 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
         timing["demonstrations"] = time.perf_counter() - started
 
         phase = time.perf_counter()
-        tokenizer = train_tokenizer(demo_texts(demos), vocab_size=recipe.vocab_size)
+        tokenizer = train_tokenizer(
+            demo_texts(demos), vocab_size=recipe.vocab_size, listing_ids_at_line_start=recipe.circuit.enabled
+        )
         examples = [_encode(tokenizer, d) for d in demos]
         tokens = _token_stats(examples, demos)
         timing["tokenizer"] = time.perf_counter() - phase

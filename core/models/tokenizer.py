@@ -22,14 +22,16 @@ END = "<|end|>"
 ROLE_TOKENS: tuple[str, ...] = ("<|system|>", "<|user|>", "<|assistant|>")
 SPECIAL_TOKENS: tuple[str, ...] = (END, *ROLE_TOKENS)
 
-#: Pre-token boundaries: newlines, ``<tag>``/``</tag>`` markup and the ``ID: `` that starts a move-listing line
-#: stay apart; everything else (spaces, punctuation, digits) may merge, so the constant rule text compresses well
-#: and a move name such as ``(0,1)`` or ``bid 2 × 6`` becomes one token, the same in the listing and in
-#: ``<action>…</action>``: answering is then copying one token from the list. ``^`` matches at every line start
-#: (Oniguruma), so ``player_1: (0,2)`` in the move history is not split like a listing line; the seeded copy
-#: circuit (``arena.core.models.circuit``) relies on ``ID: `` tokens marking the listing only. (Tried and
-#: dropped: whole listing lines as one token each; the model learned the line → name association no faster.)
-_SPLIT = r"\n+|</?[A-Za-z_|]+>|^\d+: "
+#: Pre-token boundaries: newlines, ``<tag>``/``</tag>`` markup and the ``ID: `` of move listings stay apart;
+#: everything else (spaces, punctuation, digits) may merge, so the constant rule text compresses well and a move
+#: name such as ``(0,1)`` or ``bid 2 × 6`` becomes one token, the same in the listing and in ``<action>…</action>``:
+#: answering is then copying one token from the list. (Tried and dropped: whole listing lines as one token each;
+#: the model learned the line → name association no faster.)
+_SPLIT = r"\n+|</?[A-Za-z_|]+>|\d+: "
+#: The same, but ``ID: `` splits off only at a line start (``^`` matches at every line start in Oniguruma), so an
+#: opponent's history line (``player_1: (0,2)``) does not look like a listing line. The seeded copy circuit
+#: (``arena.core.models.circuit``) relies on ``ID: `` tokens marking the listing only.
+_SPLIT_LINE_START = r"\n+|</?[A-Za-z_|]+>|^\d+: "
 
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"
@@ -40,13 +42,15 @@ CHAT_TEMPLATE = (
 
 
 def train_tokenizer(
-    texts: Iterable[str], vocab_size: int = 4096, max_token_length: int = 24
+    texts: Iterable[str], vocab_size: int = 4096, max_token_length: int = 24, listing_ids_at_line_start: bool = False
 ) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE on ``texts`` (deterministic for equal input) and wrap it for ``transformers``."""
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(_SPLIT), behavior="isolated"),
+            pre_tokenizers.Split(
+                Regex(_SPLIT_LINE_START if listing_ids_at_line_start else _SPLIT), behavior="isolated"
+            ),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )

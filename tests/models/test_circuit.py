@@ -1,8 +1,10 @@
-"""The seeded copy circuit of ``tiny``: where its markers land, what it does before any training, what SFT holds,
-and the listing drills that teach the rest of the network to trust it."""
+"""The seeded copy circuit (the opt-in ``TinyRecipe.with_copy_circuit()``): where its markers land, what it does
+before any training, what SFT holds, and the listing drills that teach the rest of the network to trust it."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -23,10 +25,10 @@ COUNTS = DemoCounts(action=6, reflection=1, strategy=0, tip=0, tip_action=0, cro
 @pytest.fixture(scope="module")
 def corpus() -> tuple[list[Demo], Any]:
     demos = build_demos(11, COUNTS)
-    return demos, train_tokenizer(demo_texts(demos), vocab_size=2048)
+    return demos, train_tokenizer(demo_texts(demos), vocab_size=2048, listing_ids_at_line_start=True)
 
 
-DEFAULT_CIRCUIT = CopyCircuit()
+DEFAULT_CIRCUIT = CopyCircuit(enabled=True)
 
 
 def _fresh_model(tokenizer: Any, circuit: CopyCircuit | None = DEFAULT_CIRCUIT) -> tuple[Any, Any]:
@@ -123,7 +125,7 @@ def test_sft_holds_the_circuit_and_trains_the_rest(corpus: tuple[list[Demo], Any
     hidden = model.config.hidden_size
     assert float(parameters[embed][0, hidden - BIAS]) == 1.0
     assert float(parameters[embed][marker_token_ids(tokenizer)[1], hidden - ACT]) == 1.0
-    assert float(parameters[embed][marker_token_ids(tokenizer)[0][0], hidden - IS_ID]) == CopyCircuit().id_marker
+    assert float(parameters[embed][marker_token_ids(tokenizer)[0][0], hidden - IS_ID]) == DEFAULT_CIRCUIT.id_marker
 
 
 def test_circuit_refuses_a_model_it_cannot_fit(corpus: tuple[list[Demo], Any]) -> None:
@@ -153,3 +155,22 @@ def test_drills_list_a_random_subset_of_the_arena_moves_and_answer_from_it() -> 
     assert rewritten[-1].content.endswith("Legal moves:\n4: (1,1)\n8: (2,2)")
     again = drilled(demo.messages, [(4, "(1,1)"), (8, "(2,2)")], np.random.default_rng(0))
     assert {m.name for m in legal_moves(again)} <= {"(1,1)", "(2,2)"}
+
+
+def test_default_tiny_has_no_circuit_and_the_circuit_recipe_builds(tmp_path: Path) -> None:
+    """The default recipe is v2 (no circuit, no drills, ``ID: `` split anywhere); the opt-in recipe seeds the
+    circuit, adds drills and splits ``ID: `` at line starts only, through the same build code."""
+    from arena.core.models import tiny
+
+    default, opt_in = TinyRecipe(), TinyRecipe.with_copy_circuit()
+    assert not default.circuit.enabled and default.demos.drills == 0
+    assert opt_in.circuit.enabled and opt_in.demos.drills == 80 and opt_in.per_arena_demos["text_maze"].drills == 40
+    quick = attrs.evolve(TinyRecipe.quick(2), circuit=opt_in.circuit)
+    path = tiny.build_tiny(tmp_path / "m", seed=0, recipe=quick)
+    report = json.loads((path / "build_report.json").read_text())
+    assert report["circuit"]["copy_heads"] == [0, 2] and report["circuit"]["copy_layer"] == 1
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    id_tokens, _ = marker_token_ids(tokenizer)
+    assert not any(t in id_tokens for t in tokenizer.encode("- Step 2, player_1: (0,2)", add_special_tokens=False))
