@@ -133,6 +133,9 @@ def build_tiny(
         recipe = TinyRecipe.quick(steps or 4) if quick else TinyRecipe()
         if steps is not None and not quick:
             recipe = attrs.evolve(recipe, sft=attrs.evolve(recipe.sft, max_steps=steps))
+    if out_dir is None and recipe.circuit.enabled:
+        # The cache directory is the default tiny's (named by BUILD_VERSION and seed); never fill it with another one.
+        raise ArenaError("the copy-circuit recipe is not the default tiny: give build_tiny an out_dir")
     target = Path(out_dir) if out_dir is not None else tiny_dir(seed)
     return build_atomically(target, lambda tmp: _build_into(tmp, seed, recipe), force=force)
 

@@ -11,6 +11,7 @@ import attrs
 import pytest
 import torch
 
+from arena.core.errors import ArenaError
 from arena.core.models.circuit import ACT, BIAS, IS_ID, PREV_ID, install_copy_circuit, marker_token_ids
 from arena.core.models.demos import Demo, build_demos, demo_texts, drilled, move_vocabulary, with_listing
 from arena.core.models.quality import legal_moves, prompt_ids
@@ -166,6 +167,8 @@ def test_default_tiny_has_no_circuit_and_the_circuit_recipe_builds(tmp_path: Pat
     assert not default.circuit.enabled and default.demos.drills == 0
     assert opt_in.circuit.enabled and opt_in.demos.drills == 80 and opt_in.per_arena_demos["text_maze"].drills == 40
     quick = attrs.evolve(TinyRecipe.quick(2), circuit=opt_in.circuit)
+    with pytest.raises(ArenaError, match="out_dir"):
+        tiny.build_tiny(seed=0, recipe=quick)  # the default cache directory belongs to the default tiny
     path = tiny.build_tiny(tmp_path / "m", seed=0, recipe=quick)
     report = json.loads((path / "build_report.json").read_text())
     assert report["circuit"]["copy_heads"] == [0, 2] and report["circuit"]["copy_layer"] == 1
