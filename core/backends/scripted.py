@@ -22,21 +22,25 @@ MOVES_HEADER = "Legal moves:"
 _MOVE_LINE = re.compile(r"^\s*(\d+):\s*(.+?)\s*$")
 
 
-def legal_moves_in_prompt(request: GenerationRequest) -> list[str]:
-    """Move names listed under the engine's ``Legal moves:`` header of the last message."""
-    if not request.messages:
-        return []
-    text = request.messages[-1].content
+def listed_moves(text: str) -> list[tuple[int, str]]:
+    """The (id, name) lines under the last ``Legal moves:`` header of ``text``, in listing order."""
     start = text.rfind(MOVES_HEADER)
     if start < 0:
         return []
-    moves: list[str] = []
+    moves: list[tuple[int, str]] = []
     for line in text[start + len(MOVES_HEADER) :].splitlines()[1:]:
         match = _MOVE_LINE.match(line)
         if not match:
             break
-        moves.append(match.group(2))
+        moves.append((int(match.group(1)), match.group(2)))
     return moves
+
+
+def legal_moves_in_prompt(request: GenerationRequest) -> list[str]:
+    """Move names listed under the engine's ``Legal moves:`` header of the last message."""
+    if not request.messages:
+        return []
+    return [name for _, name in listed_moves(request.messages[-1].content)]
 
 
 def random_legal_responder(request: GenerationRequest, rng: np.random.Generator) -> str:

@@ -64,7 +64,7 @@ import numpy as np
 
 from arena.core import catalog
 from arena.core.backends.base import ChatMessage, GenerationRequest
-from arena.core.backends.scripted import ScriptedBackend, legal_moves_in_prompt
+from arena.core.backends.scripted import ScriptedBackend, legal_moves_in_prompt, listed_moves
 from arena.core.engine import RolloutEngine
 from arena.core.models.recipe import DemoCounts
 from arena.core.plugins import PluginSet
@@ -473,22 +473,9 @@ def with_listing(messages: tuple[ChatMessage, ...], moves: Sequence[tuple[int, s
     return _replace_last_user(messages, f"{text[:start]}Legal moves:\n{listing}")
 
 
-_LISTING_LINE = re.compile(r"^\s*(\d+):\s*(.+?)\s*$")
-
-
 def move_vocabulary(items: Sequence[Captured]) -> list[tuple[int, str]]:
     """Every (id, name) pair listed in any of ``items``' ``Legal moves:`` blocks, in id order."""
-    pairs: set[tuple[int, str]] = set()
-    for item in items:
-        start = item.text.rfind("Legal moves:")
-        if start < 0:
-            continue
-        for line in item.text[start:].splitlines()[1:]:
-            match = _LISTING_LINE.match(line)
-            if not match:
-                break
-            pairs.add((int(match.group(1)), match.group(2)))
-    return sorted(pairs)
+    return sorted({pair for item in items for pair in listed_moves(item.text)})
 
 
 def drilled(

@@ -23,10 +23,10 @@ import torch
 from arena.arenas.base import Move
 from arena.arenas.text import parse_action
 from arena.core.backends.base import ChatMessage
+from arena.core.backends.scripted import listed_moves
 from arena.core.models.demos import Demo, action_answer
 from arena.core.models.sft import TreeExample, answer_logprobs, collate
 
-_MOVE_LINE = re.compile(r"^\s*(\d+):\s*(.+?)\s*$")
 ACTION_KINDS = frozenset({"action", "strategy", "tip_action"})
 TAGS = {"reflection": "remark", "tip": "tip", "strategy": "strategy"}
 
@@ -41,17 +41,7 @@ def prompt_ids(tokenizer: Any, messages: Sequence[ChatMessage]) -> list[int]:
 
 def legal_moves(messages: Sequence[ChatMessage]) -> list[Move]:
     """The ``Legal moves:`` block of the last message as ``Move`` objects (ids and names)."""
-    text = messages[-1].content
-    start = text.rfind("Legal moves:")
-    moves: list[Move] = []
-    if start < 0:
-        return moves
-    for line in text[start:].splitlines()[1:]:
-        match = _MOVE_LINE.match(line)
-        if not match:
-            break
-        moves.append(Move(int(match.group(1)), match.group(2)))
-    return moves
+    return [Move(index, name) for index, name in listed_moves(messages[-1].content)]
 
 
 def _filter_top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
