@@ -147,7 +147,8 @@ def make_trainer(backend: Any, lr: float, micro_batch_tokens: int, grad_clip: fl
     from arena.core.trainer import LossConfig, OptimConfig, Trainer
 
     optim = OptimConfig(lr=lr, epochs=1, minibatches=1, micro_batch_tokens=micro_batch_tokens, grad_clip=grad_clip)
-    return Trainer(backend.model, optim, LossConfig(**loss), pad_id=backend.pad_id)
+    held = getattr(backend, "held_weights", None)
+    return Trainer(backend.model, optim, LossConfig(**loss), pad_id=backend.pad_id, held=held)
 
 
 def train_batches(
@@ -173,12 +174,18 @@ def train_batches(
     return history
 
 
-def save_model(backend: Any, trainer: Any, out: Path) -> None:
-    """Weights, config, generation config and tokenizer: a directory that loads as ``model:OUT``."""
+def save_model(backend: Any, trainer: Any | None, out: Path) -> None:
+    """Weights, config, generation config, tokenizer and held-weight masks: a directory that loads as
+    ``model:OUT`` (the backend's own model when there is no ``trainer``)."""
+    from arena.core.models.held import save_held
+
     out.mkdir(parents=True, exist_ok=True)
-    model = trainer.accelerator.unwrap_model(trainer.model)
+    model = backend.model if trainer is None else trainer.accelerator.unwrap_model(trainer.model)
     model.save_pretrained(out)
     backend.tokenizer.save_pretrained(out)
+    held = getattr(backend, "held_weights", None)
+    if held:
+        save_held(out, held)
 
 
 def mean_of(history: Sequence[Mapping[str, float]], key: str) -> float | None:

@@ -53,6 +53,7 @@ from arena.core.distributed import Dist, in_order
 from arena.core.engine import RolloutEngine
 from arena.core.errors import ArenaError
 from arena.core.experience import trial_samples
+from arena.core.models.held import save_held
 from arena.core.plugins import PluginSet, installed_plugins
 from arena.core.records import TrialRecord, TrialSpec
 from arena.core.rescoring import score_answer
@@ -217,14 +218,18 @@ class Learner:
             trainable = catalog.backends().get("hf").factory(model=model_name, **pool.options.get("hf", {}))
             model = trainable.model
             self.tokenizer = getattr(trainable, "tokenizer", None)
+            held = getattr(trainable, "held_weights", None)
         else:
             self.tokenizer = getattr(self.backend, "tokenizer", None)
+            held = getattr(self.backend, "held_weights", None)
+        #: Masks of the entries the model marks as held (saved with every copy of the model this run writes).
+        self.held_weights: dict[str, torch.Tensor] | None = held
         pad_id = int(getattr(self.tokenizer, "pad_token_id", None) or 0)
         loss = config.loss
         if loss.aggregation == "seq_sum" and loss.seq_sum_constant is None:
             # Dr.GRPO divides by a constant: the generation budget, not the batch's longest answer.
             loss = attrs.evolve(loss, seq_sum_constant=run.trial.prompt.max_new_tokens)
-        self.trainer = Trainer(model, config.optim, loss, pad_id=pad_id)
+        self.trainer = Trainer(model, config.optim, loss, pad_id=pad_id, held=held)
         if self.plugins.implements("shape_token_advantages"):
             options = config.options
 
@@ -251,6 +256,8 @@ class Learner:
         model.save_pretrained(folder)
         if self.tokenizer is not None:
             self.tokenizer.save_pretrained(folder)
+        if self.held_weights:
+            save_held(folder, self.held_weights)
 
     def write_model_files(self, folder: Path) -> None:
         """Everything but the weights (the checkpoint writes those itself)."""
@@ -259,6 +266,8 @@ class Learner:
             self.model.generation_config.save_pretrained(folder)
         if self.tokenizer is not None:
             self.tokenizer.save_pretrained(folder)
+        if self.held_weights:
+            save_held(folder, self.held_weights)
 
     def encode(self, messages: Sequence[ChatMessage]) -> tuple[int, ...]:
         """Token ids of ``messages`` rendered as the backend renders a rollout's prompt (for ``training_view``)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -31,6 +31,7 @@ from arena.core import losses
 from arena.core.distributed import Dist, MinibatchShape
 from arena.core.errors import ArenaError
 from arena.core.logprobs import policy_logprobs
+from arena.core.models.held import WeightHold
 from arena.core.samples import Sample
 
 Aggregation = Literal["token_mean", "seq_mean_token_mean", "seq_sum"]
@@ -69,6 +70,9 @@ class OptimConfig:
     epochs: int = 1
     minibatches: int = 1
     micro_batch_tokens: int = 8192
+    #: Keep the entries a model directory marks as held (``held_weights.safetensors``, written by the copy-circuit
+    #: ``tiny`` build) at their values; false trains every weight. No effect on models without the file.
+    hold_marked_weights: bool = True
 
 
 def _schedule(config: OptimConfig) -> Any:
@@ -117,6 +121,7 @@ class Trainer:
         accelerator: Any | None = None,
         pad_id: int = 0,
         dist: Dist | None = None,
+        held: Mapping[str, torch.Tensor] | None = None,
     ) -> None:
         from accelerate import Accelerator
 
@@ -126,6 +131,9 @@ class Trainer:
         self.optim_config = optim
         self.loss_config = loss
         self.pad_id = pad_id
+        #: Entries kept at their values (``arena.core.models.held``); None when the model marks none or
+        #: ``optim.hold_marked_weights`` is off.
+        self.hold = WeightHold(model, held) if held and optim.hold_marked_weights else None
         optimizer = torch.optim.AdamW(
             [p for p in model.parameters() if p.requires_grad],
             lr=optim.lr,
@@ -294,6 +302,8 @@ class Trainer:
                 if distributed:
                     ok, step_loss = self._sum_gradients(ok, step_loss)
                 grad_norm = float("nan")
+                if ok and self.hold is not None:
+                    self.hold.zero_grads()
                 if ok:
                     grad_norm = float(
                         self.accelerator.clip_grad_norm_(self.model.parameters(), self.optim_config.grad_clip)
@@ -301,6 +311,8 @@ class Trainer:
                     ok = math.isfinite(grad_norm)
                 if ok:
                     self.optimizer.step()
+                    if self.hold is not None:
+                        self.hold.restore()
                     self.scheduler.step()
                     self.steps += 1
                     for key, value in (("train/grad_norm", grad_norm), ("train/loss", step_loss)):

@@ -814,8 +814,7 @@ def run_dpo(
         save_model(backend, trainer, out)
     else:
         # Nothing to learn from: the output is the input model, so later stages still find a model here.
-        backend.model.save_pretrained(out)
-        backend.tokenizer.save_pretrained(out)
+        save_model(backend, None, out)
     per_epoch = max(1, math.ceil(len(rows) / options.batch_size))
     summary = {
         "stage": "dpo",

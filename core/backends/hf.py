@@ -43,6 +43,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreT
 from arena.core.backends.base import Completion, GenerationRequest, Segment
 from arena.core.errors import ArenaError
 from arena.core.models import resolve_model
+from arena.core.models.held import load_held
 from arena.core.seeding import derive_seed
 
 # --- counter-based randomness -------------------------------------------------------------------------------------
@@ -310,11 +311,14 @@ class HFBackend:
             torch_dtype = _as_dtype(dtype) or (torch.bfloat16 if target.type == "cuda" else torch.float32)
             loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, local_files_only=local)
             self.model: PreTrainedModel = cast(Any, loaded).to(target)
+            #: Masks of the entries the model directory marks as held (``arena.core.models.held``), if any.
+            self.held_weights = load_held(path) if local else None
             if tokenizer is None:
                 tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=local)
         else:
             self.model_name = str(getattr(model, "name_or_path", "") or type(model).__name__)
             self.model = model
+            self.held_weights = None
             if device is not None:
                 self.model = cast(Any, self.model).to(torch.device(device))
             if dtype is not None:

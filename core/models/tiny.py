@@ -168,6 +168,7 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
 
     from arena.core.models.circuit import install_copy_circuit
     from arena.core.models.demos import build_demos, demo_texts, describe
+    from arena.core.models.held import save_held
     from arena.core.models.quality import evaluate
     from arena.core.models.sft import deterministic_torch, train
     from arena.core.models.tokenizer import save_tokenizer, train_tokenizer
@@ -239,6 +240,9 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
         model.generation_config = GenerationConfig(bos_token_id=end_id, eos_token_id=end_id, pad_token_id=end_id)
         model.save_pretrained(out)
         save_tokenizer(tokenizer, out)
+        if held:
+            # Later training keeps the circuit too (``Trainer`` honours the masks; arena.core.models.held).
+            save_held(out, held)
         report = {
             "name": NAME,
             "build_version": BUILD_VERSION,

@@ -223,3 +223,66 @@ def test_overlong_filter_leaves_truncated_answers_out_of_the_loss(toy) -> None:
     filtered = Trainer(toy[1](), OptimConfig(lr=1e-3), LossConfig(overlong_filter=True)).update(cut)
     assert plain["train/samples"] == 6 and filtered["train/samples"] == 4
     assert filtered["train/tokens"] == kept_tokens
+
+
+def _held_masks(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Half of every matrix's rows held (its first half), everything else free."""
+    masks = {}
+    for name, parameter in model.named_parameters():
+        if parameter.ndim == 2:
+            mask = torch.zeros_like(parameter, dtype=torch.bool)
+            mask[: parameter.shape[0] // 2] = True
+            masks[name] = mask
+    return masks
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_held_entries_keep_their_values_and_the_rest_trains(toy, hold: bool) -> None:
+    samples = sampled(toy, n=6)
+    _, make = toy
+    model = make()
+    masks = _held_masks(model)
+    start = {n: p.detach().clone() for n, p in model.named_parameters()}
+    optim = OptimConfig(lr=1e-2, weight_decay=0.1, minibatches=2, hold_marked_weights=hold)
+    trainer = Trainer(model, optim, LossConfig(), held=masks)
+    assert (trainer.hold is not None) == hold
+    trainer.update(samples)
+    for name, parameter in model.named_parameters():
+        moved = parameter.detach() != start[name]
+        if name in masks:
+            assert bool(moved[masks[name]].any()) != hold, name  # weight decay alone would move them
+            assert bool(moved[~masks[name]].any()), name
+    assert any(bool((p.detach() != start[n]).any()) for n, p in model.named_parameters() if n not in masks)
+
+
+def test_held_gradients_do_not_count_in_the_clipping_norm(toy) -> None:
+    samples = sampled(toy, n=4)
+    _, make = toy
+    model = make()
+    everything = {n: torch.ones_like(p, dtype=torch.bool) for n, p in model.named_parameters()}
+    start = params(model)
+    metrics = Trainer(model, OptimConfig(lr=1e-2, weight_decay=0.1), LossConfig(), held=everything).update(samples)
+    assert metrics["train/grad_norm"] == 0.0
+    assert torch.equal(params(model), start)
+
+
+def test_held_masks_travel_with_the_model_directory(toy, tmp_path) -> None:
+    from arena.core.errors import ArenaError
+    from arena.core.models.held import WeightHold, load_held, save_held
+
+    tokenizer, make = toy
+    model = make()
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    assert HFBackend(str(tmp_path)).held_weights is None
+    masks = _held_masks(model)
+    save_held(tmp_path, masks)
+    loaded = HFBackend(str(tmp_path)).held_weights
+    assert loaded is not None and set(loaded) == set(masks)
+    assert all(torch.equal(loaded[n], masks[n]) for n in masks)
+    assert load_held(tmp_path / "missing") is None
+    with pytest.raises(ArenaError, match="does not have"):
+        WeightHold(model, {"no.such.weight": torch.zeros(2, dtype=torch.bool)})
+    name = next(iter(masks))
+    with pytest.raises(ArenaError, match="shape"):
+        WeightHold(model, {name: torch.zeros(3, dtype=torch.bool)})

@@ -177,3 +177,9 @@ def test_default_tiny_has_no_circuit_and_the_circuit_recipe_builds(tmp_path: Pat
     tokenizer = AutoTokenizer.from_pretrained(path)
     id_tokens, _ = marker_token_ids(tokenizer)
     assert not any(t in id_tokens for t in tokenizer.encode("- Step 2, player_1: (0,2)", add_special_tokens=False))
+    # The build marks the circuit's entries as held, so RL keeps them too (arena.core.models.held).
+    from arena.core.models.held import load_held
+
+    held = load_held(path)
+    assert held is not None and sum(int(m.sum()) for m in held.values()) == report["circuit"]["held_weights"]
+    assert load_held(tiny.build_tiny(tmp_path / "plain", seed=0, recipe=TinyRecipe.quick(2))) is None

@@ -1,0 +1,86 @@
+"""Weights a model directory marks as *held*: entries that every trainer of this project keeps at their values.
+
+Why: the copy-circuit ``tiny`` (``TinyRecipe.with_copy_circuit()``) is a hand-set mechanism, held during its
+supervised warm start, that the rest of the network learned to read. Those entries sit where one AdamW step moves
+the model most: set free, one step at lr 1e-4 towards an off-format first token took its probability from 0.002 to
+0.999; held, the same step reaches 0.01 (docs/models.md). So the build writes the masks next to the weights
+(``held_weights.safetensors``: one boolean mask per parameter name, true where the entry is held) and
+``Trainer`` honours them: held entries get no gradient (so they do not count in the clipping norm either) and are
+restored after every optimizer step (so weight decay does not move them). ``OptimConfig.hold_marked_weights``
+turns this off. Models without the file (the default ``tiny``, SmolLM2, anything from the hub) train as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+
+from arena.core.errors import ArenaError
+
+#: The file, in a model directory, with the masks of the held entries.
+HELD_FILE = "held_weights.safetensors"
+
+
+def save_held(folder: str | Path, masks: Mapping[str, torch.Tensor]) -> Path:
+    """Write ``masks`` (parameter name → boolean tensor of the parameter's shape) into ``folder``."""
+    from safetensors.torch import save_file
+
+    path = Path(folder) / HELD_FILE
+    save_file({name: mask.to(torch.uint8).contiguous().cpu() for name, mask in sorted(masks.items())}, str(path))
+    return path
+
+
+def load_held(folder: str | Path) -> dict[str, torch.Tensor] | None:
+    """The masks stored in ``folder``, or None when it holds none (or is not a local directory)."""
+    from safetensors.torch import load_file
+
+    path = Path(folder) / HELD_FILE
+    if not path.is_file():
+        return None
+    return {name: mask.bool() for name, mask in load_file(str(path)).items()}
+
+
+class WeightHold:
+    """Keeps the masked entries of ``model``'s parameters where they were when this object was made."""
+
+    def __init__(self, model: torch.nn.Module, masks: Mapping[str, torch.Tensor]) -> None:
+        parameters = dict(model.named_parameters())
+        unknown = sorted(set(masks) - set(parameters))
+        if unknown:
+            raise ArenaError(f"{HELD_FILE} names parameters the model does not have: {', '.join(unknown[:5])}")
+        self._held: list[tuple[torch.nn.Parameter, torch.Tensor, torch.Tensor]] = []
+        for name, mask in sorted(masks.items()):
+            parameter = parameters[name]
+            if tuple(mask.shape) != tuple(parameter.shape):
+                raise ArenaError(
+                    f"{HELD_FILE}: the mask of {name} has shape {tuple(mask.shape)}, "
+                    f"the parameter {tuple(parameter.shape)}"
+                )
+            mask = mask.to(device=parameter.device, dtype=torch.bool)
+            self._held.append((parameter, mask, parameter.detach()[mask].clone()))
+
+    @property
+    def entries(self) -> int:
+        """How many parameter entries are held."""
+        return sum(int(mask.sum()) for _, mask, _ in self._held)
+
+    @torch.no_grad()
+    def zero_grads(self) -> None:
+        """Drop the held entries' gradients (before clipping, so they do not shrink the free entries' steps)."""
+        for parameter, mask, _ in self._held:
+            if parameter.grad is not None:
+                parameter.grad.masked_fill_(self._on(mask, parameter), 0.0)
+
+    @torch.no_grad()
+    def restore(self) -> None:
+        """Put the held entries back (after the optimizer step: undoes weight decay and momentum drift)."""
+        for parameter, mask, values in self._held:
+            mask = self._on(mask, parameter)
+            parameter.masked_scatter_(mask, values.to(device=parameter.device, dtype=parameter.dtype))
+
+    @staticmethod
+    def _on(mask: torch.Tensor, parameter: torch.Tensor) -> torch.Tensor:
+        # accelerate (or a .to() call) may have moved the model since the masks were placed.
+        return mask if mask.device == parameter.device else mask.to(parameter.device)
