@@ -1,4 +1,4 @@
-"""A hand-set "copy a move from the list" circuit written into a fresh ``tiny`` before its supervised warm start.
+"""The hand-set "copy a move from the list" circuit written into a fresh ``tiny`` before its supervised warm start.
 
 Why: answering an arena prompt legally means copying one of the move names listed at its end (``Legal moves:``
 then ``ID: NAME`` lines). The tokenizer makes every move name one token, the same in the listing and in
@@ -8,9 +8,9 @@ of its probability on listed tic-tac-toe cells when the listing was a random sub
 but such drills needed about 880 steps to reach 0.93). So this recipe writes the mechanism in, holds it fixed,
 and lets SFT teach the rest of the network to use it (docs/models.md has the measurements of every step).
 
-Opt-in (``TinyRecipe.with_copy_circuit()``), not the default: the model it builds meets the 95% legal-answer gate,
-but one AdamW step at lr 1e-4 can flip its answers (through the weights SFT held), so RL at the configs' learning
-rate breaks it.
+Part of the default recipe since build v3 (``TinyRecipe.without_copy_circuit()`` is v2). Its weights are held
+during SFT, and the build stores their masks (``held_weights.safetensors``) so that RL holds them too: set free,
+one AdamW step at lr 1e-4 could flip the model's answers (``arena.core.models.held``, docs/models.md).
 
 Four reserved coordinates of the residual stream (the last ones of the hidden size):
 
@@ -37,7 +37,7 @@ listed move to pick is left to the rest of the network (trained uniform over the
 SFT holds the circuit's weights, the writes into the reserved coordinates and (``hold_identity_code``) the copied
 embedding coordinates at their starting values (``SeededCircuit.held``); everything else trains from its seeded
 random initialisation. The architecture is a stock ``LlamaForCausalLM``, so the hf and vLLM backends load it
-unchanged, and RL fine-tuning later may change every weight.
+unchanged; the project's trainer keeps the held entries (``OptimConfig.hold_marked_weights``).
 """
 
 from __future__ import annotations

@@ -44,11 +44,11 @@ class SFTConfig:
 class CopyCircuit:
     """The "copy a move from the list" circuit seeded into a fresh ``tiny`` (``arena.core.models.circuit``).
 
-    Scores are attention-logit margins in nats; gains are weight values. Off by default (``enabled=False``);
-    ``TinyRecipe.with_copy_circuit()`` turns it on with the settings it was measured with.
+    Scores are attention-logit margins in nats; gains are weight values. On in the default recipe (build v3);
+    ``TinyRecipe.without_copy_circuit()`` is the v2 recipe, for comparison.
     """
 
-    enabled: bool = False
+    enabled: bool = True
     #: Embedding value of the marker coordinates (BIAS, ACT); other coordinates start at std 0.02.
     marker: float = 1.0
     #: IS_ID's value relative to ``marker``: small, so an ``ID: `` token's norm (and key) stays close to the rest.
@@ -87,7 +87,8 @@ class TinyRecipe:
     vocab_size: int = 4096
     max_position_embeddings: int = 4096
     threads: int = 2
-    demos: DemoCounts = attrs.field(factory=DemoCounts)
+    #: 80 listing drills per arena (40 in the maze) teach the network to trust the copy circuit.
+    demos: DemoCounts = attrs.field(factory=lambda: DemoCounts(drills=80))
     eval_demos: DemoCounts = attrs.field(
         factory=lambda: DemoCounts(
             action=40, reflection=6, strategy=10, tip=6, tip_action=8, crops=0, drills=0, trials=120
@@ -99,7 +100,7 @@ class TinyRecipe:
     per_arena_demos: dict[str, DemoCounts] = attrs.field(
         factory=lambda: {
             "text_maze": DemoCounts(
-                action=60, reflection=8, strategy=10, tip=6, tip_action=8, crops=80, drills=0, trials=80
+                action=60, reflection=8, strategy=10, tip=6, tip_action=8, crops=80, drills=40, trials=80
             ),
         }
     )
@@ -117,19 +118,16 @@ class TinyRecipe:
     enforce_gate: bool = False
 
     @classmethod
-    def with_copy_circuit(cls) -> TinyRecipe:
-        """The experimental recipe that meets the 95% legal-answer gate but is fragile under RL (docs/models.md).
-
-        The copy circuit is seeded and held during SFT, ``ID: `` tokens split only at line starts, and 80 listing
-        drills per arena (40 in the maze) are added. Build it with ``build_tiny(out_dir, recipe=...)`` and use the
-        directory as ``model:PATH``; it is not the default because one RL update at lr 1e-4 can flip its answers.
-        """
+    def without_copy_circuit(cls) -> TinyRecipe:
+        """The v2 recipe: no circuit, no listing drills, ``ID: `` split anywhere (below the 95% gate in three
+        arenas; docs/models.md). Build it with ``build_tiny(out_dir, recipe=...)``: the cache belongs to the
+        default."""
         base = cls()
         return attrs.evolve(
             base,
-            circuit=CopyCircuit(enabled=True),
-            demos=attrs.evolve(base.demos, drills=80),
-            per_arena_demos={arena: attrs.evolve(c, drills=40) for arena, c in base.per_arena_demos.items()},
+            circuit=CopyCircuit(enabled=False),
+            demos=attrs.evolve(base.demos, drills=0),
+            per_arena_demos={arena: attrs.evolve(c, drills=0) for arena, c in base.per_arena_demos.items()},
         )
 
     @classmethod

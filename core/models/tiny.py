@@ -7,10 +7,11 @@ Build phases (each logs one line; training shows a progress bar):
 2. tokenizer: byte-level BPE trained on that text, chat template (``arena.core.models.tokenizer``);
 3. model: ``LlamaForCausalLM`` with head_dim 64 (vLLM needs ≥ 64), tied embeddings, seeded initialisation
    (Llama rather than Qwen2: transformers 5 forces its Qwen2 tokenizer class onto ``qwen2`` checkpoints, which
-   would replace the trained pre-tokenizer); with ``TinyRecipe.with_copy_circuit()`` (opt-in) a hand-set "copy
-   a move from the list" circuit is written into its first two layers (``arena.core.models.circuit``);
-4. SFT on answer tokens only, prefix trees bucketed by length, the circuit's weights held when there is one
-   (``arena.core.models.sft``);
+   would replace the trained pre-tokenizer), and a hand-set "copy a move from the list" circuit written into its
+   first two layers (``arena.core.models.circuit``; ``TinyRecipe.without_copy_circuit()`` is the v2 recipe);
+4. SFT on answer tokens only, prefix trees bucketed by length, the circuit's weights held
+   (``arena.core.models.sft``); the masks of the held entries go into ``held_weights.safetensors``, so RL keeps
+   them too (``arena.core.models.held``);
 5. quality gate on held-out prompts: the share of sampled answers that parse to a legal move in every arena
    (target ≥ 95 %) and how uniform the choice among legal moves is (``arena.core.models.quality``); results go
    to ``build_report.json`` (``gate.passed``); ``TinyRecipe.enforce_gate`` turns a miss into a failed build.
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("arena.models.tiny")
 
-BUILD_VERSION = 2
+BUILD_VERSION = 3
 NAME = "tiny"
 #: Files whose bytes may differ between two otherwise identical builds.
 NONDETERMINISTIC_FILES: tuple[str, ...] = ("build_timing.json",)
@@ -133,9 +134,9 @@ def build_tiny(
         recipe = TinyRecipe.quick(steps or 4) if quick else TinyRecipe()
         if steps is not None and not quick:
             recipe = attrs.evolve(recipe, sft=attrs.evolve(recipe.sft, max_steps=steps))
-    if out_dir is None and recipe.circuit.enabled:
+    if out_dir is None and recipe != TinyRecipe():
         # The cache directory is the default tiny's (named by BUILD_VERSION and seed); never fill it with another one.
-        raise ArenaError("the copy-circuit recipe is not the default tiny: give build_tiny an out_dir")
+        raise ArenaError("only the default recipe builds into the tiny cache: give build_tiny an out_dir")
     target = Path(out_dir) if out_dir is not None else tiny_dir(seed)
     return build_atomically(target, lambda tmp: _build_into(tmp, seed, recipe), force=force)
 

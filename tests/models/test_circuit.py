@@ -1,5 +1,5 @@
-"""The seeded copy circuit (the opt-in ``TinyRecipe.with_copy_circuit()``): where its markers land, what it does
-before any training, what SFT holds, and the listing drills that teach the rest of the network to trust it."""
+"""The seeded copy circuit of the default ``tiny`` (build v3): where its markers land, what it does before any
+training, what SFT holds, and the listing drills that teach the rest of the network to trust it."""
 
 from __future__ import annotations
 
@@ -158,15 +158,16 @@ def test_drills_list_a_random_subset_of_the_arena_moves_and_answer_from_it() -> 
     assert {m.name for m in legal_moves(again)} <= {"(1,1)", "(2,2)"}
 
 
-def test_default_tiny_has_no_circuit_and_the_circuit_recipe_builds(tmp_path: Path) -> None:
-    """The default recipe is v2 (no circuit, no drills, ``ID: `` split anywhere); the opt-in recipe seeds the
-    circuit, adds drills and splits ``ID: `` at line starts only, through the same build code."""
+def test_default_tiny_has_the_circuit_and_the_v2_recipe_still_builds(tmp_path: Path) -> None:
+    """The default recipe seeds the circuit, adds drills and splits ``ID: `` at line starts only; the v2 recipe
+    (``without_copy_circuit``) has none of it, and builds through the same code, but not into the default cache."""
     from arena.core.models import tiny
 
-    default, opt_in = TinyRecipe(), TinyRecipe.with_copy_circuit()
-    assert not default.circuit.enabled and default.demos.drills == 0
-    assert opt_in.circuit.enabled and opt_in.demos.drills == 80 and opt_in.per_arena_demos["text_maze"].drills == 40
-    quick = attrs.evolve(TinyRecipe.quick(2), circuit=opt_in.circuit)
+    default, v2 = TinyRecipe(), TinyRecipe.without_copy_circuit()
+    assert default.circuit.enabled and default.demos.drills == 80 and default.per_arena_demos["text_maze"].drills == 40
+    assert not v2.circuit.enabled and v2.demos.drills == 0 and v2.per_arena_demos["text_maze"].drills == 0
+    quick = TinyRecipe.quick(2)
+    assert quick.circuit.enabled
     with pytest.raises(ArenaError, match="out_dir"):
         tiny.build_tiny(seed=0, recipe=quick)  # the default cache directory belongs to the default tiny
     path = tiny.build_tiny(tmp_path / "m", seed=0, recipe=quick)
@@ -182,4 +183,5 @@ def test_default_tiny_has_no_circuit_and_the_circuit_recipe_builds(tmp_path: Pat
 
     held = load_held(path)
     assert held is not None and sum(int(m.sum()) for m in held.values()) == report["circuit"]["held_weights"]
-    assert load_held(tiny.build_tiny(tmp_path / "plain", seed=0, recipe=TinyRecipe.quick(2))) is None
+    plain = attrs.evolve(quick, circuit=v2.circuit)
+    assert load_held(tiny.build_tiny(tmp_path / "plain", seed=0, recipe=plain)) is None

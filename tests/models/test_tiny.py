@@ -68,11 +68,11 @@ def test_building_twice_reuses_the_cache(tmp_path: Path) -> None:
 def test_real_tiny_answers_legal_moves_on_fresh_prompts(model_cache: None) -> None:
     """Resolve the real model (built once into the user's default cache), then sample on never-seen prompts.
 
-    The target is 95% legal answers in every arena; the v2 build reaches it in Kuhn poker and comes close in
-    connect four and rock-paper-scissors (~95%), but not in Leduc (~88%), tic-tac-toe (~74%), liar's dice (~79%)
-    and the text maze (~68%): the model has not learned to copy a changing move list within the build budget.
-    This test pins what the build does achieve, so a regression
-    fails; the 95% target is an open item (docs/models.md).
+    The target is 95% legal answers; v3 (the copy circuit) measured 0.986 overall on these prompts, every arena at
+    0.967 or more (docs/models.md). Then RL-sized steps (``format_probe``): with the build's held weights kept, as
+    the trainer keeps them, they must not push the first answer token off the format (free, one step at lr 1e-4
+    took P(``<strategy>``) from 0.000 to 0.999; held: 0.0016 after four), while they still move the choice among
+    legal moves.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -99,15 +99,23 @@ def test_real_tiny_answers_legal_moves_on_fresh_prompts(model_cache: None) -> No
     }
     total = sum(row["legal_samples"] for row in report.values())
     legal = sum(row["legal_rate"] * row["legal_samples"] for row in report.values())
-    assert legal / total >= 0.8, {a: row["legal_rate"] for a, row in report.items()}
+    assert legal / total >= tiny.GATE_LEGAL_RATE, {a: row["legal_rate"] for a, row in report.items()}
     for arena, row in report.items():
-        floor = 0.5 if arena in ("tic_tac_toe", "liars_dice", "text_maze") else 0.8
-        assert row["legal_rate"] >= floor, (arena, row["legal_rate"])
+        assert row["legal_rate"] >= 0.9, (arena, row["legal_rate"])
         assert row["choice_entropy"] > 0.8, (arena, row["choice_entropy"])  # choices stay spread, not collapsed
         assert row["distinct_choices"] >= 2, arena
     built = json.loads((path / "build_report.json").read_text())
     assert built["gate"]["threshold"] == tiny.GATE_LEGAL_RATE
     assert built["gate"]["passed"] == (built["gate"]["min_legal_rate"] >= tiny.GATE_LEGAL_RATE)
+
+    from arena.core.models.held import load_held
+    from arena.core.models.probe import format_probe
+
+    counts = DemoCounts(action=12, reflection=0, strategy=0, tip=0, tip_action=0, crops=0, trials=24)
+    probed = build_demos(424242, counts, arenas=("kuhn_poker", "tic_tac_toe"))
+    probe = format_probe(model, tokenizer, probed, held=load_held(path), steps=4, lr=1e-4)
+    assert probe["off_format"][1] < 0.01 and probe["off_format"][4] < 0.05, probe
+    assert probe["legal_move"][4] > probe["legal_move"][0] + 0.05, probe
 
 
 def test_coding_demonstrations_pair_the_reference_with_one_plausible_bug() -> None:
