@@ -230,6 +230,10 @@ class Learner:
             # Dr.GRPO divides by a constant: the generation budget, not the batch's longest answer.
             loss = attrs.evolve(loss, seq_sum_constant=run.trial.prompt.max_new_tokens)
         self.trainer = Trainer(model, config.optim, loss, pad_id=pad_id, held=held)
+        if self.trainer.hold is not None:
+            log.info(
+                "learner: holding the weights its model marks", learner=config.name, entries=self.trainer.hold.entries
+            )
         if self.plugins.implements("shape_token_advantages"):
             options = config.options
 

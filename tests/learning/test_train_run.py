@@ -95,6 +95,40 @@ def test_run_directory_and_rollout_dump(tmp_path: Path, toy_dir: Path) -> None:
     assert {"model.safetensors", "config.json", "tokenizer.json"} <= {p.name for p in latest.iterdir()}
 
 
+def test_a_run_keeps_the_entries_its_model_marks_held(tmp_path: Path, toy_dir: Path) -> None:
+    """``held_weights.safetensors`` in the model directory: the run trains the rest, keeps those entries, and
+    writes the masks into every copy of the model it saves (here the checkpoint's learner directory)."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+
+    from arena.core.models.held import HELD_FILE, load_held, save_held
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(toy_dir, model_dir)
+    start = load_file(str(model_dir / "model.safetensors"))
+    masks = {}
+    for name, tensor in start.items():
+        if tensor.ndim == 2 and "embed" not in name:  # tied embeddings are saved under one name only
+            mask = torch.zeros_like(tensor, dtype=torch.bool)
+            mask[: tensor.shape[0] // 2] = True
+            masks[name] = mask
+    save_held(model_dir, masks)
+    config = write_config(tmp_path, model_dir, iterations=1)
+    proc = arena("train", "--population", str(config), "--out", str(tmp_path / "run"))
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    learner = sorted((tmp_path / "run" / "checkpoints").iterdir())[-1] / "learners" / "agent"
+    assert (learner / HELD_FILE).is_file()
+    saved = load_held(learner)
+    assert saved is not None and set(saved) == set(masks)
+    trained = load_file(str(learner / "model.safetensors"))
+    for name, mask in masks.items():
+        assert torch.equal(trained[name][mask], start[name][mask]), name
+    assert any(not torch.equal(trained[n][~m], start[n][~m]) for n, m in masks.items())
+
+
 @pytest.mark.slow
 def test_kill_and_resume_gives_the_same_metrics(tmp_path: Path, toy_dir: Path) -> None:
     config = write_config(tmp_path, toy_dir, iterations=4)
