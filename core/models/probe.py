@@ -23,21 +23,11 @@ from typing import Any
 
 import torch
 
+from arena.core.logprobs import policy_logprobs
+from arena.core.models.circuit import ACTION_TAG
 from arena.core.models.held import WeightHold
 
 OFF_FORMAT_TOKEN = "<strategy>"
-ACTION_TAG = "<action>"
-
-
-def _batch(prompts: Sequence[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Left-padded ids and attention mask, so every prompt's next token is predicted at the last position."""
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(prompts), width), dtype=torch.long)
-    for row, prompt in enumerate(prompts):
-        ids[row, width - len(prompt) :] = torch.tensor(prompt)
-        mask[row, width - len(prompt) :] = 1
-    return ids, mask
 
 
 def _push(
@@ -51,15 +41,13 @@ def _push(
 ) -> list[float]:
     trained = copy.deepcopy(model).train()
     hold = WeightHold(trained, held) if held else None
-    ids, mask = _batch(prompts, pad_id)
-    rows = torch.arange(len(prompts))
-    wanted = torch.tensor(list(targets))
+    completions = [[target] for target in targets]
+    temperatures = [[1.0] for _ in targets]
     optimizer = torch.optim.AdamW(trained.parameters(), lr=lr, weight_decay=0.0)
 
     def logprobs() -> torch.Tensor:
-        position = torch.arange(ids.shape[1]).unsqueeze(0) - (1 - mask).sum(dim=1, keepdim=True)
-        logits = trained(input_ids=ids, attention_mask=mask, position_ids=position.clamp(min=0)).logits[:, -1]
-        return logits.float().log_softmax(-1)[rows, wanted]
+        logp, _, _ = policy_logprobs(trained, prompts, completions, temperatures, pad_id=pad_id)
+        return logp[:, 0]
 
     trace = []
     for step in range(steps + 1):
