@@ -39,6 +39,7 @@ def trial_specs(config: PlayConfig) -> list[TrialSpec]:
             seed=config.seed + i,
             episodes=config.trial.episodes,
             arena_kwargs=dict(config.arena_kwargs),
+            options={name: dict(settings) for name, settings in config.options.items()},
             early_stop_on_win=config.trial.early_stop_on_win,
             training=False,
         )

@@ -67,5 +67,7 @@ class PlayConfig:
     seed: int = 0
     arena_kwargs: dict[str, Any] = attrs.field(factory=dict)
     plugins: list[str] = attrs.field(factory=lambda: ["reflection"])
+    #: Settings of the enabled plugins, plugin name → settings dict (e.g. ``options.mage.memory=history_only``).
+    options: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     trial: TrialConfig = attrs.field(factory=TrialConfig)
     max_live_trials: int = attrs.field(default=256, validator=_positive)

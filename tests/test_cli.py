@@ -62,6 +62,20 @@ def test_play_config_file_and_dump(tmp_path: Path, capsys: pytest.CaptureFixture
     assert trials[0]["reflections"][0]["name"] == "reflection"
 
 
+def test_play_passes_plugin_options_to_the_trials(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["play", "kuhn_poker", "--seat", "model:scripted", "--seat", "aggressive", "--games", "3"]
+    base += ["--episodes", "2", "--plugin", "mage", "--json"]
+    by_memory = {}
+    for memory in ("reflection_only", "history_only"):
+        dump = tmp_path / f"{memory}.jsonl"
+        assert main([*base, "--dump", str(dump), f"options.mage.memory={memory}"]) == 0
+        capsys.readouterr()
+        by_memory[memory] = [json.loads(line) for line in dump.read_text().splitlines()]
+    # MAGE reflects only when a later episode reads the reflection: history_only shows transcripts instead.
+    assert all(t["reflections"] and t["reflections"][0]["name"] == "mage" for t in by_memory["reflection_only"])
+    assert all(not t["reflections"] for t in by_memory["history_only"])
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

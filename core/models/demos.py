@@ -1,9 +1,11 @@
 """Scripted demonstrations for the ``tiny`` model: real prompts from the real engine, scripted answers.
 
-The prompts are not written by hand: every built-in arena is played by the real ``RolloutEngine`` with the
-``reflection`` plugin enabled, the LLM seat driven by a ``ScriptedBackend`` whose responder records each
-``GenerationRequest``. So the model sees exactly the turn and reflection prompts it will be asked at run time
-(rules, episode k of N, earlier reflections, recent steps, observation, ``Legal moves:`` block, answer format).
+The prompts are not written by hand: every built-in arena is played by the real ``RolloutEngine`` with a
+reflecting plugin enabled (game arenas: half the trials ``reflection``, half ``mage``; solo arenas:
+``reflection``), the LLM seat driven by a ``ScriptedBackend``
+whose responder records each ``GenerationRequest``. So the model sees exactly the turn and reflection prompts it
+will be asked at run time (rules, episode k of N, earlier reflections, recent steps, observation, ``Legal moves:``
+block, answer format).
 The answers stand in for what a pretrained LLM already knows: the *format*, and reflections and strategies worth
 reading, while the *choice* of move stays untrained (uniform over the legal moves) and is left for RL.
 
@@ -17,8 +19,10 @@ Demonstration kinds and their exact prompts and answers:
     the legal moves.
 
 ``reflection``
-    prompt: a captured ``reflection`` plugin prompt, unchanged ("You are player_0 in kuhn_poker. Episode 1 of 2
-    just ended; ... Moves of the episode: ... Outcome: ... Answer inside <remark>...</remark>.").
+    prompt: a captured reflection prompt, unchanged: the ``reflection`` plugin's ("You are player_0 in
+    kuhn_poker. Episode 1 of 2 just ended; ... Moves of the episode: ... Outcome: ... Answer inside
+    <remark>...</remark>.") or ``mage``'s ("... Moves of episode 2: ... What you saw: ... Result: loss, your
+    return -1. ... Answer inside <remark>...</remark>.").
     answer: ``<remark>OTHERS. OUTCOME. REVEALED. PLAN</remark>`` built from the prompt text: the other seats'
     moves ("player_1 played Bet, Pass."), the outcome sentence in the first person ("I lost (returns: ...)."),
     what the episode revealed (the betting line, the cards at showdown, the dice, the rounds of
@@ -98,6 +102,10 @@ OPPONENT_ARGS: dict[str, str] = {"mcts": "20", "cfr": "50", "cfr-argmax": "50"}
 MAX_BRANCHES = 16
 
 MODEL_SEAT = "model:scripted"
+
+#: The answer budget while collecting: generous, since the scripted seat's tokens are bytes and neither a
+#: reference function nor a remark may be cut short.
+COLLECT_MAX_NEW_TOKENS = 2048
 
 STRATEGY_INSTRUCTIONS: tuple[str, ...] = (
     "First write a short strategy inside <strategy>...</strategy>, then your move.",
@@ -229,11 +237,27 @@ def opponent_seats(arena: str) -> list[str]:
     return seats
 
 
+def _plugin_setup(arena: str, index: int) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The reflecting plugin of the ``index``-th trial of a seating, and its options.
+
+    Game arenas alternate between the plain ``reflection`` plugin and ``mage`` (whose reflection prompt differs:
+    "Moves of episode k:" with what the seat saw before each move, a ``Result:`` line, earlier reflections), so
+    the model meets the reflection prompt of the product's main job. MAGE's default memory shows earlier
+    episodes as the plain plugin does; its history memories are left out (their long transcripts would cost
+    build time, and v3 already answered them legally: docs/models.md). Solo arenas keep the plain plugin.
+    """
+    if arena in SOLO_ARENAS or index % 2 == 0:
+        return "reflection", {}
+    # MAGE cuts reflections at its own token budget; the scripted seat's tokens are bytes, so give it the engine's.
+    return "mage", {"mage": {"memory": "reflection_only", "max_new_tokens": COLLECT_MAX_NEW_TOKENS}}
+
+
 def collect_prompts(arena: str, seed: int, trials: int) -> list[Captured]:
     """Play ``arena`` against all its opponents, from both seats, with 1–3 episodes per trial; record prompts.
 
     The scripted seat answers with the demonstration targets (a uniform legal move, a scripted remark), so the
-    prompts of later episodes carry realistic earlier reflections.
+    prompts of later episodes carry realistic earlier reflections. Which plugin reflects follows
+    ``_plugin_setup``.
     """
     captured: list[Captured] = []
 
@@ -249,39 +273,35 @@ def collect_prompts(arena: str, seed: int, trials: int) -> list[Captured]:
     backend = ScriptedBackend(responder=responder)
     pool = BackendPool()
     pool.add("scripted", "scripted", backend)
-    specs = []
-    if arena in SOLO_ARENAS:
-        specs = [
+    by_plugin: dict[str, list[TrialSpec]] = {}
+
+    def add(trial_id: str, seats: tuple[str, ...], seed_parts: tuple[Any, ...], index: int) -> None:
+        plugin, options = _plugin_setup(arena, index)
+        by_plugin.setdefault(plugin, []).append(
             TrialSpec(
-                trial_id=f"demo-{arena}-solo-{i}",
+                trial_id=trial_id,
                 arena_id=arena,
-                seats=(MODEL_SEAT,),
-                seed=derive_seed(seed, arena, "solo", i) % (2**31),
-                episodes=1 + i % 3,
+                seats=seats,
+                seed=derive_seed(seed, arena, *seed_parts) % (2**31),
+                episodes=1 + index % 3,
+                options=options,
                 training=False,
             )
-            for i in range(trials)
-        ]
+        )
+
+    if arena in SOLO_ARENAS:
+        for i in range(trials):
+            add(f"demo-{arena}-solo-{i}", (MODEL_SEAT,), ("solo", i), i)
     opponents = [] if arena in SOLO_ARENAS else opponent_seats(arena)
     trials_per_seating = max(1, -(-trials // (2 * max(1, len(opponents)))))
     for opponent in opponents:
         for model_seat in (0, 1):
             seats = (MODEL_SEAT, opponent) if model_seat == 0 else (opponent, MODEL_SEAT)
             for i in range(trials_per_seating):
-                specs.append(
-                    TrialSpec(
-                        trial_id=f"demo-{arena}-{opponent}-{model_seat}-{i}",
-                        arena_id=arena,
-                        seats=seats,
-                        seed=derive_seed(seed, arena, opponent, model_seat, i) % (2**31),
-                        episodes=1 + i % 3,
-                        training=False,
-                    )
-                )
-    # A generous budget: the scripted seat's tokens are bytes, and a reference function must not be cut short.
-    config = TrialConfig(prompt=PromptConfig(max_new_tokens=2048))
-    engine = RolloutEngine(PluginSet(["reflection"]), config, backends=pool)
-    engine.run(specs)
+                add(f"demo-{arena}-{opponent}-{model_seat}-{i}", seats, (opponent, model_seat, i), i)
+    config = TrialConfig(prompt=PromptConfig(max_new_tokens=COLLECT_MAX_NEW_TOKENS))
+    for plugin in sorted(by_plugin, key=lambda name: name != "reflection"):  # the plain plugin first
+        RolloutEngine(PluginSet([plugin]), config, backends=pool).run(by_plugin[plugin])
     return captured
 
 
@@ -293,6 +313,10 @@ def action_answer(move: str) -> str:
 
 
 _STEP_LINE = re.compile(r"^- Step \d+, (.+?): (.+?)(?: \(invalid answer: .*\))?$")
+#: The moves block's header: "Moves of the episode:" (``reflection``) or "Moves of episode 2:" (``mage``).
+_MOVES_HEAD = re.compile(r"Moves of (?:the episode|episode \d+):")
+#: Where the closing request of a reflection prompt starts (both plugins open it with "Reflect on").
+REFLECT_REQUEST = "\n\nReflect on "
 _REFLECT_HEAD = re.compile(r"You are (\S+) in (\S+)\.")
 
 
@@ -305,24 +329,39 @@ def _section(text: str, start: str, end: str) -> str:
     return text[begin : stop if stop >= 0 else len(text)].strip()
 
 
-def others_moves(prompt: str) -> dict[str, list[str]]:
-    """The moves of every other seat in a reflection prompt's "Moves of the episode" block, in order."""
-    moves: dict[str, list[str]] = {}
-    for line in _section(prompt, "Moves of the episode:", "\n\nOutcome:").splitlines():
+def _moves_block(prompt: str) -> list[tuple[str, str]]:
+    """(who, move) for every step of a reflection prompt's moves block; ``who`` is "you" for the reflecting seat
+    (``mage`` writes "you (player_0)"); the "What you saw:" lines under a step are skipped."""
+    head = _MOVES_HEAD.search(prompt)
+    if head is None:
+        return []
+    steps = []
+    for line in _section(prompt[head.start() :], head.group(0), "\n\nOutcome:").splitlines():
         match = _STEP_LINE.match(line.strip())
-        if match and match.group(1) != "you":
-            moves.setdefault(match.group(1), []).append(match.group(2))
+        if match:
+            who = match.group(1)
+            steps.append(("you" if who == "you" or who.startswith("you (") else who, match.group(2)))
+    return steps
+
+
+def is_mage_reflection(prompt: str) -> bool:
+    """Whether a reflection prompt is ``mage``'s ("Moves of episode k:") rather than the plain plugin's."""
+    head = _MOVES_HEAD.search(prompt)
+    return head is not None and head.group(0) != "Moves of the episode:"
+
+
+def others_moves(prompt: str) -> dict[str, list[str]]:
+    """The moves of every other seat in a reflection prompt's moves block, in order."""
+    moves: dict[str, list[str]] = {}
+    for who, move in _moves_block(prompt):
+        if who != "you":
+            moves.setdefault(who, []).append(move)
     return moves
 
 
 def own_moves(prompt: str) -> list[str]:
-    """The reflecting seat's own moves in a reflection prompt's "Moves of the episode" block, in order."""
-    moves = []
-    for line in _section(prompt, "Moves of the episode:", "\n\nOutcome:").splitlines():
-        match = _STEP_LINE.match(line.strip())
-        if match and match.group(1) == "you":
-            moves.append(match.group(2))
-    return moves
+    """The reflecting seat's own moves in a reflection prompt's moves block, in order."""
+    return [move for who, move in _moves_block(prompt) if who == "you"]
 
 
 def _first_person(text: str) -> str:
@@ -332,12 +371,14 @@ def _first_person(text: str) -> str:
 
 
 def outcome_lines(prompt: str) -> list[str]:
-    """The outcome paragraph without board diagrams (a model can't summarise a grid in one sentence)."""
+    """The outcome paragraph without board diagrams (a model can't summarise a grid in one sentence); ``mage``'s
+    closing "Result: …" line is kept even when a diagram comes before it."""
     lines = []
-    for line in _section(prompt, "Outcome:", "\n\nReflect on what happened").splitlines():
+    in_board = False
+    for line in _section(prompt, "Outcome:", REFLECT_REQUEST).splitlines():
         if line.rstrip().endswith("board:"):
-            break
-        if line.strip():
+            in_board = True
+        elif line.strip() and (not in_board or line.startswith("Result: ")):
             lines.append(_first_person(line.strip()))
     return lines
 
@@ -501,7 +542,7 @@ def with_instruction(
 def with_tip_instruction(messages: tuple[ChatMessage, ...], instruction: str) -> tuple[ChatMessage, ...]:
     """A reflection prompt whose closing request asks for a tip instead of a remark."""
     text = messages[-1].content
-    head, sep, _ = text.rpartition("\n\nReflect on what happened")
+    head, sep, _ = text.rpartition(REFLECT_REQUEST)
     return _replace_last_user(messages, f"{head if sep else text}\n\n{instruction}")
 
 
@@ -619,15 +660,16 @@ def build_demos(
             section = TIP_SECTIONS[int(rng.integers(len(TIP_SECTIONS)))]
             tips = [f"{p[0].upper()}{p[1:]}." for p in rng.choice(PLANS[arena], size=2, replace=False).tolist()]
             demos.append(_action_demo(arena, "tip_action", with_tip_memory(item.messages, section, tips), rng))
-        chosen_reflections = _take(reflections, counts.reflection + counts.tip, rng)
-        for index, item in enumerate(chosen_reflections):
-            if index < counts.reflection:
-                answers = (remark_answer(item.text, rng),)
-                demos.append(Demo(arena=arena, kind="reflection", messages=item.messages, answers=answers))
-            else:
-                instruction = TIP_INSTRUCTIONS[int(rng.integers(len(TIP_INSTRUCTIONS)))]
-                messages = with_tip_instruction(item.messages, instruction)
-                demos.append(Demo(arena=arena, kind="tip", messages=messages, answers=(tip_answer(item.text, rng),)))
+        for item in _take(reflections, counts.reflection, rng):
+            answers = (remark_answer(item.text, rng),)
+            demos.append(Demo(arena=arena, kind="reflection", messages=item.messages, answers=answers))
+        # Tips are asked after the plain plugin's shorter prompt (the plugins that ask for tips write their own).
+        remarked = {demo.messages[-1].content for demo in demos if demo.kind == "reflection"}
+        plain_reflections = [c for c in reflections if c.text not in remarked and not is_mage_reflection(c.text)]
+        for item in _take(plain_reflections, counts.tip, rng):
+            instruction = TIP_INSTRUCTIONS[int(rng.integers(len(TIP_INSTRUCTIONS)))]
+            messages = with_tip_instruction(item.messages, instruction)
+            demos.append(Demo(arena=arena, kind="tip", messages=messages, answers=(tip_answer(item.text, rng),)))
     return demos
 
 

@@ -13,6 +13,7 @@ class DemoCounts:
     """How many demonstrations of each kind per arena (prompts, not answers)."""
 
     action: int = 120
+    #: About half are ``mage``'s reflection prompts, half the plain ``reflection`` plugin's (``demos``).
     reflection: int = 24
     strategy: int = 20
     tip: int = 10
@@ -119,9 +120,9 @@ class TinyRecipe:
 
     @classmethod
     def without_copy_circuit(cls) -> TinyRecipe:
-        """The v2 recipe: no circuit, no listing drills, ``ID: `` split anywhere (below the 95% gate in three
-        arenas; docs/models.md). Build it with ``build_tiny(out_dir, recipe=...)``: the cache belongs to the
-        default."""
+        """The v2 recipe (no circuit, no listing drills, ``ID: `` split anywhere; below the 95% gate in three
+        arenas, docs/models.md) on today's demonstrations. Build it with ``build_tiny(out_dir, recipe=...)``:
+        the cache belongs to the default."""
         base = cls()
         return attrs.evolve(
             base,

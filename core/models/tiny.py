@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("arena.models.tiny")
 
-BUILD_VERSION = 3
+BUILD_VERSION = 4
 NAME = "tiny"
 #: Files whose bytes may differ between two otherwise identical builds.
 NONDETERMINISTIC_FILES: tuple[str, ...] = ("build_timing.json",)

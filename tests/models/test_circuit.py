@@ -1,4 +1,4 @@
-"""The seeded copy circuit of the default ``tiny`` (build v3): where its markers land, what it does before any
+"""The seeded copy circuit of the default ``tiny`` (since build v3): where its markers land, what it does before any
 training, what SFT holds, and the listing drills that teach the rest of the network to trust it."""
 
 from __future__ import annotations
