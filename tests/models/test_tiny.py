@@ -142,3 +142,24 @@ def test_coding_demonstrations_pair_the_reference_with_one_plausible_bug() -> No
         "def f(x):\n    return x + 1 if x < 3 else 0"
     )
     assert mutant("def f(x):\n    pass", np.random.default_rng(0)) is None
+
+
+@pytest.mark.slow
+def test_real_tiny_writes_mage_reflections_as_remarks(
+    model_cache: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """MAGE's reflection turns through the real engine: the extracted content is a remark, not a tag soup.
+
+    v3, never shown MAGE's reflection prompt, wrote 0 of 400 in form (``<strategy>…</tip>``); v4 400 of 400.
+    """
+    from arena.core.cli import main
+
+    dump = tmp_path / "trials.jsonl"
+    args = ["play", "kuhn_poker", "--seat", "model:tiny", "--seat", "aggressive", "--games", "40"]
+    assert main([*args, "--episodes", "3", "--plugin", "mage", "--seed", "5", "--dump", str(dump), "--json"]) == 0
+    capsys.readouterr()
+    remarks = [r["content"] for line in dump.read_text().splitlines() for r in json.loads(line)["reflections"]]
+    assert len(remarks) == 80  # two reflections per trial: every episode is played in `arena play`
+    # ``extract_tag="remark"``: a closed <remark> leaves plain text; anything else comes back with its tags.
+    in_form = [r for r in remarks if not r.lstrip().startswith("<") and " played " in r]
+    assert len(in_form) >= 0.9 * len(remarks), remarks[:5]
