@@ -2,10 +2,9 @@
 
 The prompts are not written by hand: every built-in arena is played by the real ``RolloutEngine`` with a
 reflecting plugin enabled (game arenas: half the trials ``reflection``, half ``mage``; solo arenas:
-``reflection``), the LLM seat driven by a ``ScriptedBackend``
-whose responder records each ``GenerationRequest``. So the model sees exactly the turn and reflection prompts it
-will be asked at run time (rules, episode k of N, earlier reflections, recent steps, observation, ``Legal moves:``
-block, answer format).
+``reflection``), the LLM seat driven by a ``ScriptedBackend`` whose responder records each ``GenerationRequest``.
+So the model sees exactly the turn and reflection prompts it will be asked at run time (rules, episode k of N,
+earlier reflections, recent steps, observation, ``Legal moves:`` block, answer format).
 The answers stand in for what a pretrained LLM already knows: the *format*, and reflections and strategies worth
 reading, while the *choice* of move stays untrained (uniform over the legal moves) and is left for RL.
 
@@ -663,7 +662,8 @@ def build_demos(
         for item in _take(reflections, counts.reflection, rng):
             answers = (remark_answer(item.text, rng),)
             demos.append(Demo(arena=arena, kind="reflection", messages=item.messages, answers=answers))
-        # Tips are asked after the plain plugin's shorter prompt (the plugins that ask for tips write their own).
+        # Tip requests replace the closing paragraph of the plain plugin's prompts only: MAGE never asks for tips,
+        # and its prompts are longer (build time).
         remarked = {demo.messages[-1].content for demo in demos if demo.kind == "reflection"}
         plain_reflections = [c for c in reflections if c.text not in remarked and not is_mage_reflection(c.text)]
         for item in _take(plain_reflections, counts.tip, rng):
