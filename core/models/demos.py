@@ -659,13 +659,13 @@ def build_demos(
             section = TIP_SECTIONS[int(rng.integers(len(TIP_SECTIONS)))]
             tips = [f"{p[0].upper()}{p[1:]}." for p in rng.choice(PLANS[arena], size=2, replace=False).tolist()]
             demos.append(_action_demo(arena, "tip_action", with_tip_memory(item.messages, section, tips), rng))
-        for item in _take(reflections, counts.reflection, rng):
+        remarked = _take(reflections, counts.reflection, rng)
+        for item in remarked:
             answers = (remark_answer(item.text, rng),)
             demos.append(Demo(arena=arena, kind="reflection", messages=item.messages, answers=answers))
         # Tip requests replace the closing paragraph of the plain plugin's prompts only: MAGE never asks for tips,
         # and its prompts are longer (build time).
-        remarked = {demo.messages[-1].content for demo in demos if demo.kind == "reflection"}
-        plain_reflections = [c for c in reflections if c.text not in remarked and not is_mage_reflection(c.text)]
+        plain_reflections = [c for c in reflections if c not in remarked and not is_mage_reflection(c.text)]
         for item in _take(plain_reflections, counts.tip, rng):
             instruction = TIP_INSTRUCTIONS[int(rng.integers(len(TIP_INSTRUCTIONS)))]
             messages = with_tip_instruction(item.messages, instruction)
