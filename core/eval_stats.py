@@ -87,21 +87,26 @@ def learner_agent(trial: TrialRecord, seat_spec: str) -> str:
 def summarize_opponent(trials: Sequence[TrialRecord], seat_spec: str) -> dict[str, Any]:
     """The learner's results against one opponent, as JSON-ready data.
 
-    Outcome and return are those of each trial's final episode (MAGE's "final-episode success"); invalid answers
-    are counted over every episode of a trial. ``by_episode[k-1]`` is episode ``k`` of the trials that reached it
-    (all of them: ``arena eval`` plays every episode). ``by_seat`` splits the final-episode results by whether the
-    learner moved first.
+    Outcome and return are those of each trial's final episode; invalid answers are counted over every episode of
+    a trial. ``by_episode[k-1]`` is episode ``k`` of the trials that reached it (all of them: ``arena eval`` plays
+    every episode): its ``win_rate`` is that episode's, its ``won_by`` the share of trials won in some episode up
+    to ``k``. ``won_by`` of the last episode is MAGE's "final-episode success": a trial that stops once won plays
+    the same episodes up to its first win. ``by_seat`` splits the final-episode results by whether the learner
+    moved first.
     """
     finals: list[tuple[str, float]] = []
     invalid: list[int] = []
     episodes: dict[int, list[tuple[str, float]]] = {}
     seats: dict[str, list[str]] = {"first": [], "second": []}
+    first_win: list[int | None] = []  # index of each trial's first won episode
     for trial in trials:
         agent = learner_agent(trial, seat_spec)
         finals.append((trial.final.outcomes[agent], trial.final.returns[agent]))
         invalid.append(sum(e.invalid_actions.get(agent, 0) for e in trial.episodes))
         for episode in trial.episodes:
             episodes.setdefault(episode.index, []).append((episode.outcomes[agent], episode.returns[agent]))
+        won = [e.index for e in trial.episodes if e.outcomes[agent] == "win"]
+        first_win.append(min(won) if won else None)
         seats["first" if trial.spec.seats[0] == seat_spec else "second"].append(trial.final.outcomes[agent])
     n = len(finals)
     outcomes = [o for o, _ in finals]
@@ -114,6 +119,7 @@ def summarize_opponent(trials: Sequence[TrialRecord], seat_spec: str) -> dict[st
                 "trials": len(rows),
                 "win_rate": wilson(sum(o == "win" for o, _ in rows), len(rows)).to_json(),
                 "mean_return": mean_ci([r for _, r in rows]).to_json(),
+                "won_by": wilson(sum(w is not None and w <= index for w in first_win), n).to_json(),
             }
         )
     return {

@@ -28,7 +28,7 @@ from arena.core import checkpoint as ck
 from arena.core.config import load_config
 from arena.core.engine import RolloutEngine
 from arena.core.errors import ArenaError
-from arena.core.eval_stats import summarize_opponent
+from arena.core.eval_stats import summarize_opponent, wilson
 from arena.core.plugins import PluginSet
 from arena.core.records import TrialRecord, TrialSpec
 from arena.core.seats import BackendPool, check_opponent, parse_seat
@@ -269,6 +269,18 @@ def read_ratings(state: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"columns": columns, "rows": rows}
 
 
+def kuhn_winnable(trials: Sequence[TrialRecord], seat_spec: str, opponent: str) -> dict[str, Any] | None:
+    """Against one of MAGE's deterministic Kuhn styles, the share of these trials whose deal and seat some line of
+    play wins: the ceiling of every episode's win rate, adaptive or not. None for any other opponent."""
+    from arena.arenas.opponents.kuhn import KUHN_STYLES, deal_for_seed, winnable
+
+    style = KUHN_STYLES.get(opponent)
+    if style is None:
+        return None
+    hits = [winnable(deal_for_seed(t.spec.seed), list(t.spec.seats).index(seat_spec), style) for t in trials]
+    return wilson(sum(hits), len(hits)).to_json()
+
+
 def evaluate_run(
     run_dir: Path,
     opponents: str = "unseen",
@@ -294,7 +306,10 @@ def evaluate_run(
     by_opponent = play(info, [spec for spec, _ in chosen], games, seed, pool, progress)
     rows = []
     for spec, group in chosen:
-        rows.append({"opponent": spec, "group": group, **summarize_opponent(by_opponent[spec], info.seat_spec)})
+        row = {"opponent": spec, "group": group, **summarize_opponent(by_opponent[spec], info.seat_spec)}
+        if config.arena == "kuhn_poker" and not config.arena_kwargs:
+            row["winnable"] = kuhn_winnable(by_opponent[spec], info.seat_spec, spec)
+        rows.append(row)
     report: dict[str, Any] = {
         "run": str(info.run_dir),
         "checkpoint": str(info.checkpoint),

@@ -1,7 +1,8 @@
 """Rendering an ``arena eval`` result: aligned text for the terminal, Markdown and a PNG plot for the run.
 
 ``write_report(report, out_dir)`` writes ``report.json``, ``report.md`` (tables with the plot embedded) and
-``success_by_episode.png`` (win rate by episode index within a trial, one line per opponent, 95% Wilson bars).
+``success_by_episode.png`` (win rate by episode index within a trial, one line per opponent, 95% Wilson bars, and a
+dotted line at the opponent's winnable share where it is known).
 Everything reads the JSON-ready dict of ``arena.core.evaluation.evaluate_run``, so a saved ``report.json`` can be
 re-rendered.
 """
@@ -75,8 +76,23 @@ def outcome_rows(report: Mapping[str, Any]) -> list[list[str]]:
     ]
 
 
+def _has_won_by(report: Mapping[str, Any]) -> bool:
+    # Reports written before ``won_by`` existed still render, without the column.
+    return all("won_by" in e for r in report["opponents"] for e in r["by_episode"])
+
+
+def _has_winnable(report: Mapping[str, Any]) -> bool:
+    return any(r.get("winnable") for r in report["opponents"])
+
+
 def episode_header(report: Mapping[str, Any]) -> list[str]:
-    return ["opponent", *(f"episode {k}" for k in range(1, int(report["episodes_per_trial"]) + 1))]
+    episodes = int(report["episodes_per_trial"])
+    header = ["opponent", *(f"episode {k}" for k in range(1, episodes + 1))]
+    if _has_won_by(report):
+        header.append(f"won by episode {episodes}")
+    if _has_winnable(report):
+        header.append("winnable")
+    return header
 
 
 def episode_rows(report: Mapping[str, Any]) -> list[list[str]]:
@@ -84,8 +100,20 @@ def episode_rows(report: Mapping[str, Any]) -> list[list[str]]:
     width = int(report["episodes_per_trial"])
     for r in report["opponents"]:
         cells = [_pct(e["win_rate"]) for e in r["by_episode"]]
-        rows.append([r["opponent"], *cells, *[""] * (width - len(cells))])
+        row = [r["opponent"], *cells, *[""] * (width - len(cells))]
+        if _has_won_by(report):
+            row.append(_pct(r["by_episode"][-1]["won_by"]) if r["by_episode"] else "")
+        if _has_winnable(report):
+            row.append(_pct(r["winnable"]) if r.get("winnable") else "")
+        rows.append(row)
     return rows
+
+
+EPISODE_NOTE = (
+    "Every episode is played (no early stop). Won by episode N: trials won in at least one episode, MAGE's trial "
+    "success when a trial stops once won. Winnable: trials whose deal and seat some line of play wins against this "
+    "deterministic opponent, the ceiling of every episode's win rate."
+)
 
 
 def policy_rows(exploit: Mapping[str, Any]) -> list[list[str]]:
@@ -127,6 +155,8 @@ def format_text(report: Mapping[str, Any]) -> str:
     if int(report["episodes_per_trial"]) > 1:
         lines += ["", "Win rate by episode of the trial [95% CI]:"]
         lines += _aligned(episode_header(report), episode_rows(report))
+        if _has_won_by(report):
+            lines += [EPISODE_NOTE]
     exploit = report.get("exploitability")
     if exploit:
         lines += ["", "Kuhn poker exploitability (0 = Nash equilibrium):"]
@@ -154,6 +184,8 @@ def format_markdown(report: Mapping[str, Any], plot: str | None = PLOT) -> str:
     if plot:
         lines += [f"![win rate by episode]({plot})", ""]
     lines += _markdown_table(episode_header(report), episode_rows(report))
+    if _has_won_by(report):
+        lines += ["", EPISODE_NOTE]
     exploit = report.get("exploitability")
     if exploit:
         lines += ["", "## Kuhn poker exploitability", "", "```"]
@@ -177,7 +209,9 @@ def draw_success(ax: Any, report: Mapping[str, Any], title: str | None = None) -
         ys = [e["win_rate"]["rate"] for e in r["by_episode"]]
         low = [e["win_rate"]["rate"] - e["win_rate"]["low"] for e in r["by_episode"]]
         high = [e["win_rate"]["high"] - e["win_rate"]["rate"] for e in r["by_episode"]]
-        ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=3, label=f"{r['opponent']} ({r['group']})")
+        bars = ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=3, label=f"{r['opponent']} ({r['group']})")
+        if r.get("winnable"):  # the ceiling no episode can pass, in the opponent's colour
+            ax.axhline(r["winnable"]["rate"], color=bars.lines[0].get_color(), linestyle=":", linewidth=1)
     episodes = int(report["episodes_per_trial"])
     ax.set_xticks(range(1, episodes + 1))
     ax.set_xlim(0.5, episodes + 0.5)

@@ -69,3 +69,49 @@ class KuhnStyleOpponent:
     def act(self, view: SeatView) -> int:
         card, facing_bet = kuhn_decision(pyspiel_state(view, self.name), view.seat)
         return require_legal(self.name, view, self._style(card, facing_bet))
+
+
+# -- the ceiling of a trial against a style ----------------------------------------------------------------------
+#
+# A style is deterministic and a trial repeats its deal, so whether the learner can win an episode is fixed by the
+# deal and its seat. No policy, adaptive or not, wins an episode whose deal no line of play wins; the fraction of
+# winnable deals is therefore the ceiling of every episode's win rate (MAGE's code prints it as "upper bound").
+
+
+def _payoff(cards: tuple[int, int], betting: tuple[int, ...], player: int) -> int | None:
+    """Player ``player``'s winnings at a terminal betting sequence, or None while the hand goes on."""
+    showdown = 1 if cards[player] > cards[1 - player] else -1
+    if betting == (PASS, PASS):
+        return showdown
+    if betting in ((BET, BET), (PASS, BET, BET)):
+        return 2 * showdown
+    if betting in ((BET, PASS), (PASS, BET, PASS)):
+        folder = (len(betting) - 1) % 2
+        return 1 if folder != player else -1
+    return None
+
+
+def winnable(cards: tuple[int, int], seat: int, style: Style) -> bool:
+    """Whether some line of play wins the deal ``cards`` (player 0's, player 1's) from ``seat`` against ``style``."""
+
+    def wins(betting: tuple[int, ...]) -> bool:
+        payoff = _payoff(cards, betting, seat)
+        if payoff is not None:
+            return payoff > 0
+        mover = len(betting) % 2
+        if mover != seat:
+            facing_bet = bool(betting) and betting[-1] == BET
+            return wins((*betting, style(cards[mover], facing_bet)))
+        return any(wins((*betting, action)) for action in (PASS, BET))
+
+    return wins(())
+
+
+def deal_for_seed(seed: int) -> tuple[int, int]:
+    """The cards (player 0's, player 1's) of the built-in ``kuhn_poker`` arena's deal for ``seed``."""
+    from arena.arenas.openspiel_arenas import OpenSpielArena
+
+    env = OpenSpielArena("kuhn_poker")
+    env.reset(seed=seed)
+    history = list(env.game_state.history())
+    return int(history[0]), int(history[1])

@@ -20,7 +20,9 @@ from safetensors.torch import save_file
 from arena.core import checkpoint as ck
 from arena.core.cli import main
 from arena.core.config import to_dict
+from arena.core.eval_stats import wilson
 from arena.core.evaluation import read_ratings
+from arena.core.report import format_markdown
 from arena.core.settings import InvalidActionConfig, PromptConfig, TrialConfig
 from arena.core.train_config import LearnerConfig, OpponentEntry, TrainConfig
 from tests.toy_model import build_model, build_tokenizer
@@ -103,6 +105,16 @@ def test_json_report_and_files(run_dir: Path, tmp_path: Path, capsys: pytest.Cap
         assert all(e["trials"] == 4 for e in row["by_episode"])  # every episode is played: no early stop
         assert row["by_seat"]["first"]["n"] == 2 and row["by_seat"]["second"]["n"] == 2
         assert row["invalid_per_trial"]["mean"] >= 0
+        won_by = [e["won_by"]["k"] for e in row["by_episode"]]
+        assert won_by == sorted(won_by) and won_by[0] == row["by_episode"][0]["win_rate"]["k"]
+        assert won_by[-1] >= max(e["win_rate"]["k"] for e in row["by_episode"])
+    # The ceiling is known for MAGE's deterministic styles only, and no episode's win rate passes it.
+    styles = {r["opponent"]: r for r in report["opponents"] if r["opponent"] != "cfr"}
+    for row in styles.values():
+        assert row["winnable"]["n"] == 4
+        assert all(e["win_rate"]["k"] <= row["winnable"]["k"] for e in row["by_episode"])
+        assert row["by_episode"][-1]["won_by"]["k"] <= row["winnable"]["k"]
+    assert report["opponents"][2]["winnable"] is None
     exploit = report["exploitability"]
     assert exploit["uniform"] == pytest.approx(11 / 24) and exploit["cfr"] < 1e-3
     assert 0 <= exploit["learned"] <= 1.0 + 1e-9 and 0 <= exploit["invalid_rate"] <= 1
@@ -116,6 +128,7 @@ def test_json_report_and_files(run_dir: Path, tmp_path: Path, capsys: pytest.Cap
     assert json.loads((out / "report.json").read_text())["opponents"] == report["opponents"]
     markdown = (out / "report.md").read_text()
     assert "![win rate by episode](success_by_episode.png)" in markdown and "| cfr | unseen |" in markdown
+    assert "| won by episode 2 | winnable |" in markdown and "Won by episode N: " in markdown
     assert (out / "success_by_episode.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -190,3 +203,19 @@ def test_eval_after_real_training(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     assert report["opponents"][0]["opponent"] == "cfr" and report["step"] == 1
     assert (run / "eval" / "report.md").is_file()
+
+
+def test_a_report_from_before_won_by_still_renders() -> None:
+    row = {
+        "opponent": "cfr", "group": "unseen", "trials": 2, "win_rate": wilson(1, 2).to_json(),
+        "draw_rate": wilson(0, 2).to_json(), "loss_rate": wilson(1, 2).to_json(),
+        "mean_return": {"mean": 0.0, "n": 2, "low": -1.0, "high": 1.0}, "invalid_per_trial": {"mean": 0.0},
+        "by_episode": [{"episode": k, "trials": 2, "win_rate": wilson(1, 2).to_json()} for k in (1, 2)],
+    }  # fmt: skip
+    report = {
+        "learner": "agent", "step": 3, "run": "r", "arena": "kuhn_poker", "games": 2, "episodes_per_trial": 2,
+        "seed": 0, "checkpoint": "c", "seat": "learner:agent", "plugins": ["mage"], "opponents": [row],
+    }  # fmt: skip
+    markdown = format_markdown(report, plot=None)
+    assert "| opponent | episode 1 | episode 2 |" in markdown
+    assert "won by" not in markdown and "winnable" not in markdown

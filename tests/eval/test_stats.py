@@ -84,3 +84,18 @@ def test_summary_reads_the_final_episode_and_every_episode_index() -> None:
     assert (episode_2["episode"], episode_2["win_rate"]["k"]) == (2, 2)
     assert episode_2["win_rate"] == wilson(2, 4).to_json()
     assert summary["by_seat"]["first"]["k"] == 1 and summary["by_seat"]["second"]["k"] == 1
+    # Won by episode k: trials won at least once up to k (trial 2 won episode 1 and drew episode 2).
+    assert (episode_1["won_by"]["k"], episode_2["won_by"]["k"]) == (1, 3)
+    assert episode_2["won_by"] == wilson(3, 4).to_json()
+
+
+def test_won_by_never_falls_and_counts_a_trial_once() -> None:
+    trials = [
+        _trial(0, True, [("win", 1.0), ("loss", -1.0), ("win", 1.0)]),
+        _trial(1, False, [("loss", -1.0), ("loss", -1.0), ("loss", -1.0)]),
+        _trial(2, True, [("loss", -1.0), ("loss", -1.0), ("win", 2.0)]),
+    ]
+    rows = summarize_opponent(trials, LEARNER)["by_episode"]
+    assert [r["win_rate"]["k"] for r in rows] == [1, 0, 2]
+    assert [r["won_by"]["k"] for r in rows] == [1, 1, 2]
+    assert all(r["won_by"]["n"] == 3 for r in rows)
