@@ -71,17 +71,20 @@ def summarize(config: PlayConfig, trials: Sequence[TrialRecord]) -> list[SeatSum
 
 
 def by_episode(trials: Sequence[TrialRecord], agent: str) -> list[dict[str, float]]:
-    """Mean return and win rate at each episode index, over the trials that reached it."""
+    """Mean return and win rate at each episode index, over the trials that reached it, and ``won_by``: the share
+    of all trials won in some episode up to this one (MAGE's trial success, with or without early stop)."""
     longest = max((len(t.episodes) for t in trials), default=0)
     rows = []
     for k in range(longest):
         reached = [t.episodes[k] for t in trials if len(t.episodes) > k]
+        won = sum(any(e.outcomes[agent] == "win" for e in t.episodes[: k + 1]) for t in trials)
         rows.append(
             {
                 "episode": k + 1,
                 "trials": len(reached),
                 "mean_return": sum(e.returns[agent] for e in reached) / len(reached),
                 "win_rate": sum(e.outcomes[agent] == "win" for e in reached) / len(reached),
+                "won_by": won / len(trials),
             }
         )
     return rows
@@ -194,6 +197,6 @@ def print_table(result: Mapping[str, Any], out: TextIO = sys.stdout) -> None:
         for row in rows:
             print(
                 f"  episode {row['episode']}: trials {row['trials']:>6}  mean return {row['mean_return']:+.4f}  "
-                f"win rate {row['win_rate']:.3f}",
+                f"win rate {row['win_rate']:.3f}  won by now {row['won_by']:.3f}",
                 file=out,
             )

@@ -59,6 +59,10 @@ def test_play_config_file_and_dump(tmp_path: Path, capsys: pytest.CaptureFixture
     assert result["games"] == 5 and len(result["by_episode"]["model:scripted"]) == 2
     trials = [json.loads(line) for line in dump.read_text().splitlines()]
     assert len(trials) == 5 and trials[0]["seed"] == 3
+    # won_by: the share of trials won in some episode so far, recounted from the dump.
+    won = [[e["outcomes"]["player_0"] == "win" for e in t["episodes"]] for t in trials]
+    expected = [sum(any(w[: k + 1]) for w in won) / 5 for k in range(2)]
+    assert [row["won_by"] for row in result["by_episode"]["model:scripted"]] == pytest.approx(expected)
     assert trials[0]["reflections"][0]["name"] == "reflection"
 
 
