@@ -98,12 +98,13 @@ def episode_header(report: Mapping[str, Any]) -> list[str]:
 def episode_rows(report: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     width = int(report["episodes_per_trial"])
+    won_by, winnable = _has_won_by(report), _has_winnable(report)
     for r in report["opponents"]:
         cells = [_pct(e["win_rate"]) for e in r["by_episode"]]
         row = [r["opponent"], *cells, *[""] * (width - len(cells))]
-        if _has_won_by(report):
+        if won_by:
             row.append(_pct(r["by_episode"][-1]["won_by"]) if r["by_episode"] else "")
-        if _has_winnable(report):
+        if winnable:
             row.append(_pct(r["winnable"]) if r.get("winnable") else "")
         rows.append(row)
     return rows

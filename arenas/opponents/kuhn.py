@@ -14,7 +14,11 @@ The three styles, exactly as MAGE defines them:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from typing import Any
+
+import pyspiel
 
 from arena.arenas.base import SeatView
 from arena.arenas.opponents._common import pyspiel_state, require_legal
@@ -78,35 +82,24 @@ class KuhnStyleOpponent:
 # winnable deals is therefore the ceiling of every episode's win rate (MAGE's code prints it as "upper bound").
 
 
-def _payoff(cards: tuple[int, int], betting: tuple[int, ...], player: int) -> int | None:
-    """Player ``player``'s winnings at a terminal betting sequence, or None while the hand goes on."""
-    showdown = 1 if cards[player] > cards[1 - player] else -1
-    if betting == (PASS, PASS):
-        return showdown
-    if betting in ((BET, BET), (PASS, BET, BET)):
-        return 2 * showdown
-    if betting in ((BET, PASS), (PASS, BET, PASS)):
-        folder = (len(betting) - 1) % 2
-        return 1 if folder != player else -1
-    return None
-
-
 def winnable(cards: tuple[int, int], seat: int, style: Style) -> bool:
     """Whether some line of play wins the deal ``cards`` (player 0's, player 1's) from ``seat`` against ``style``."""
 
-    def wins(betting: tuple[int, ...]) -> bool:
-        payoff = _payoff(cards, betting, seat)
-        if payoff is not None:
-            return payoff > 0
-        mover = len(betting) % 2
-        if mover != seat:
-            facing_bet = bool(betting) and betting[-1] == BET
-            return wins((*betting, style(cards[mover], facing_bet)))
-        return any(wins((*betting, action)) for action in (PASS, BET))
+    def wins(state: Any) -> bool:
+        if state.is_terminal():
+            return bool(state.returns()[seat] > 0)
+        player = state.current_player()
+        if player != seat:
+            return wins(state.child(style(*kuhn_decision(state, player))))
+        return any(wins(state.child(action)) for action in state.legal_actions())
 
-    return wins(())
+    root = pyspiel.load_game("kuhn_poker").new_initial_state()
+    for card in cards:
+        root.apply_action(card)
+    return wins(root)
 
 
+@functools.cache  # an evaluation asks for each seed once per seat and opponent
 def deal_for_seed(seed: int) -> tuple[int, int]:
     """The cards (player 0's, player 1's) of the built-in ``kuhn_poker`` arena's deal for ``seed``."""
     from arena.arenas.openspiel_arenas import OpenSpielArena
