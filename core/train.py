@@ -191,6 +191,13 @@ class Learner:
         self.config = config
         self.name = config.name
         self.plugins = PluginSet(config.plugins)
+        if config.unused_options:
+            log.warning(
+                "learner: options for plugins it does not enable are ignored",
+                learner=config.name,
+                sections=config.unused_options,
+                plugins=list(config.plugins),
+            )
         if not self.plugins.implements("compute_advantages"):
             raise ArenaError(
                 f"learner {config.name!r} enables no advantage estimator; add one of "

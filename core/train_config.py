@@ -37,6 +37,14 @@ class LearnerConfig:
     def seat_spec(self) -> str:
         return f"model:{self.model}" + (f"@{self.backend}" if self.backend else "")
 
+    @property
+    def unused_options(self) -> list[str]:
+        """Option sections that name no enabled plugin (``options.overlong`` with ``plugins: [grpo]``).
+
+        Nothing reads them: usually a typo, or a plugin taken off the list by an override that left its settings.
+        """
+        return sorted(set(self.options) - set(self.plugins))
+
 
 @attrs.frozen
 class EvalConfig:

@@ -83,7 +83,16 @@ def test_every_shipped_config_validates() -> None:
             cls = TrainConfig
         else:
             cls = PlayConfig
-        load_config(cls, str(entry))
+        config = load_config(cls, str(entry))
+        for learner in getattr(config, "learners", []):
+            assert learner.unused_options == [], f"{entry.name}: options for plugins not enabled"
+
+
+def test_options_of_a_plugin_taken_off_the_list_are_reported() -> None:
+    from arena.core.train_config import TrainConfig
+
+    config = load_config(TrainConfig, "coding_grpo", overrides=["learners.0.plugins=[grpo]"])
+    assert config.learners[0].unused_options == ["overlong"]
 
 
 def test_overrides_index_into_lists() -> None:
