@@ -144,7 +144,7 @@ def finish_group(
     stats: dict[str, float] = {
         "groups": 1.0,
         "refinements": float(len(refinements)),
-        "refinement_reward": float(sum(a.reward for a in refinements)),
+        "refinement_reward_sum": float(sum(a.reward for a in refinements)),
         "perfect_refinements": float(sum(a.reward >= PERFECT for a in refinements)),
     }
     extra: tuple[Sample, ...] = ()

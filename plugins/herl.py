@@ -157,7 +157,7 @@ def finish_group(
             continue
         original = group_score(group[c])
         improved += answer.reward > original
-        stats["revision_reward"] = stats.get("revision_reward", 0.0) + answer.reward
+        stats["revision_reward_sum"] = stats.get("revision_reward_sum", 0.0) + answer.reward
         if opts["bonus"]:
             terms = dict(out[c].reward_terms)
             terms["herl_bonus"] = opts["alpha"] * (answer.reward - original)
