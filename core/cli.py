@@ -369,6 +369,13 @@ def sft_cmd(data: Path, model_spec: str, out: Path, epochs: int, lr: float, batc
 @click.option("--level", "levels", type=float, multiple=True, help="Reward level; repeatable. Rollouts to reach it.")
 @click.option("--window", type=int, default=1, show_default=True, help="Trailing mean over this many iterations.")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None, help="Write a PNG of the curves.")
+@click.option("--by-method", is_flag=True, help="Group runs by method (plugin list) and summarise over their seeds.")
+@click.option(
+    "--baseline",
+    default=None,
+    metavar="METHOD",
+    help="With --by-method (implied): compare each method with this one, paired by seed (e.g. grpo).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def compare_cmd(
     run_dirs: tuple[Path, ...],
@@ -376,12 +383,28 @@ def compare_cmd(
     levels: tuple[float, ...],
     window: int,
     plot_path: Path | None,
+    by_method: bool,
+    baseline: str | None,
     as_json: bool,
 ) -> None:
-    """Runs side by side: a metric against rollouts played, and the samples each needed to reach --level."""
+    """Runs side by side: a metric against rollouts played, and the samples each needed to reach --level.
+
+    With --by-method, one row per method over its seeds (one run per method and seed): held-out reward with
+    Student-t intervals and, with --baseline, the per-seed paired difference from the baseline.
+    """
     from arena.core.compare import compare_runs, format_table, plot
 
     result = compare_runs(run_dirs, metric=metric, levels=levels, window=max(1, window))
+    if by_method or baseline is not None:
+        from arena.core.method_compare import format_method_table, plot_methods, summarise_methods
+
+        summary = summarise_methods(result["runs"], baseline=baseline, levels=levels)
+        if plot_path is not None:
+            summary["plot"] = str(plot_methods(summary, result["runs"], plot_path, metric=metric))
+        click.echo(json.dumps({"metric": metric, **summary}, indent=2) if as_json else format_method_table(summary))
+        if plot_path is not None and not as_json:
+            click.echo(f"plot: {plot_path}")
+        return
     if plot_path is not None:
         result["plot"] = str(plot(result, plot_path))
     click.echo(json.dumps(result, indent=2) if as_json else format_table(result))

@@ -52,6 +52,7 @@ def run_curve(run_dir: Path, metric: str = DEFAULT_METRIC, window: int = 1) -> d
         "run": str(run_dir),
         "label": run_dir.name,
         "plugins": list(config.learners[0].plugins) if config.learners else [],
+        "seed": config.seed,
         "rollouts": rollouts,
         "generations": generations,
         "values": values,
