@@ -363,6 +363,27 @@ def sft_cmd(data: Path, model_spec: str, out: Path, epochs: int, lr: float, batc
     )
 
 
+@cli.command("demos")
+@click.argument("arena_name", metavar="ARENA")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="JSONL file to write.")
+@click.option("--split", type=click.Choice(["train", "test", "all"]), default="train", show_default=True)
+@click.option("--tier", "tiers", type=int, multiple=True, help="Only tasks of this tier; repeatable.")
+@click.option("--limit", type=int, default=None, help="Only the first N tasks of the split.")
+@click.option("--plugin", "plugins", multiple=True, help="Plugins shaping the prompts, as in the run; repeatable.")
+def demos_cmd(
+    arena_name: str, out: Path, split: str, tiers: tuple[int, ...], limit: int | None, plugins: tuple[str, ...]
+) -> None:
+    """Real prompts of ARENA (instruct, coding) with each task's reference answer: SFT data for `arena sft`."""
+    from arena.core.reference_demos import collect_reference_demos, write_reference_demos
+
+    if limit is not None and limit < 1:
+        raise click.UsageError("--limit must be at least 1")
+    demos = collect_reference_demos(arena_name, split, tiers or None, limit, plugins)
+    write_reference_demos(demos, out)
+    chars = sum(len(d["answer"]) for d in demos) / max(1, len(demos))
+    click.echo(f"demos: {len(demos)} {arena_name} tasks ({split}), answers {chars:.0f} characters on average → {out}")
+
+
 @cli.command("compare")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--metric", default="rollout/mean_return", show_default=True, help="Metric per iteration to compare.")
