@@ -113,10 +113,18 @@ def plot(result: dict[str, Any], out: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for c in result["runs"]:
         ax.plot(c["rollouts"], c["smoothed"], marker="o", label=f"{c['label']} ({','.join(c['plugins'])})")
-    for level in result["levels"]:
+    ylabel = result["metric"] + (f" (mean of last {result['window']})" if result["window"] > 1 else "")
+    return save_curve_plot(fig, ax, result["levels"], ylabel, out)
+
+
+def save_curve_plot(fig: Any, ax: Any, levels: Sequence[float], ylabel: str, out: Path) -> Path:
+    """Finish a curves-against-rollouts plot (the levels as dotted lines, labels, legend) and write it to ``out``."""
+    import matplotlib.pyplot as plt
+
+    for level in levels:
         ax.axhline(level, linestyle=":", color="grey")
     ax.set_xlabel("rollouts played")
-    ax.set_ylabel(result["metric"] + (f" (mean of last {result['window']})" if result["window"] > 1 else ""))
+    ax.set_ylabel(ylabel)
     ax.legend(fontsize=8)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from arena.core.compare import save_curve_plot
 from arena.core.errors import ArenaError
 from arena.core.eval_stats import Mean, mean_t_ci
 
@@ -173,15 +174,6 @@ def plot_methods(
         columns = [[c["smoothed"][i] for c in runs] for i in range(length)]
         mean = [math.fsum(col) / len(col) for col in columns]
         (line,) = ax.plot(x, mean, marker="o", label=f"{row['method']} ({len(runs)} seeds)")
-        ax.fill_between(x, [min(col) for col in columns], [max(col) for col in columns], alpha=0.15,
-                        color=line.get_color())  # fmt: skip
-    for level in result["levels"]:
-        ax.axhline(level, linestyle=":", color="grey")
-    ax.set_xlabel("rollouts played")
-    ax.set_ylabel(f"{metric} (mean over seeds; band: min to max)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+        band_low, band_high = [min(col) for col in columns], [max(col) for col in columns]
+        ax.fill_between(x, band_low, band_high, alpha=0.15, color=line.get_color())
+    return save_curve_plot(fig, ax, result["levels"], f"{metric} (mean over seeds; band: min to max)", out)
