@@ -53,6 +53,7 @@ def run_curve(run_dir: Path, metric: str = DEFAULT_METRIC, window: int = 1) -> d
         "label": run_dir.name,
         "plugins": list(config.learners[0].plugins) if config.learners else [],
         "seed": config.seed,
+        "model": config.learners[0].model if config.learners else "",
         "rollouts": rollouts,
         "generations": generations,
         "values": values,

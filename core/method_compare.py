@@ -27,20 +27,29 @@ from arena.core.eval_stats import Mean, mean_t_ci
 TIE = 1e-9
 
 
-def method_label(curve: Mapping[str, Any]) -> str:
-    """The method a run trained with: its learner's plugins, comma-joined, in config order."""
-    return ",".join(curve["plugins"]) or "(no plugins)"
+def method_label(curve: Mapping[str, Any], with_model: bool = False) -> str:
+    """The method a run trained with: its learner's plugins, comma-joined, in config order; with ``with_model``
+    also its model (``grpo @ tiny``), for comparisons that span several models."""
+    plugins = ",".join(curve["plugins"]) or "(no plugins)"
+    return f"{plugins} @ {curve['model']}" if with_model else plugins
+
+
+def spans_models(curves: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the runs trained more than one model (then a method is a plugin list *and* a model)."""
+    return len({c["model"] for c in curves}) > 1
 
 
 def group_by_method(curves: Sequence[Mapping[str, Any]]) -> dict[str, dict[int, Mapping[str, Any]]]:
     """``{method: {seed: curve}}`` in the order methods first appear; two runs of one method and seed are an error."""
+    with_model = spans_models(curves)
     grouped: dict[str, dict[int, Mapping[str, Any]]] = {}
     for curve in curves:
-        runs = grouped.setdefault(method_label(curve), {})
+        label = method_label(curve, with_model)
+        runs = grouped.setdefault(label, {})
         seed = int(curve["seed"])
         if seed in runs:
             raise ArenaError(
-                f"two runs of method {method_label(curve)!r} with seed {seed}: {runs[seed]['run']} and {curve['run']}"
+                f"two runs of method {label!r} with seed {seed}: {runs[seed]['run']} and {curve['run']}"
                 " (compare one run per method and seed)"
             )
         runs[seed] = curve
@@ -79,8 +88,16 @@ def summarise_methods(
 ) -> dict[str, Any]:
     """The by-method view of ``curves`` (``arena.core.compare.run_curve`` results with ``to_level`` filled in)."""
     grouped = group_by_method(curves)
-    if baseline is not None and baseline not in grouped:
-        raise ArenaError(f"baseline {baseline!r} is none of the compared methods: {', '.join(grouped)}")
+    with_model = spans_models(curves)
+    # The baseline names a plugin list; with several models each method is paired with the baseline of its model.
+    baselines: dict[str, str] = {}
+    if baseline is not None:
+        for label, runs in grouped.items():
+            first = next(iter(runs.values()))
+            baselines[label] = method_label({**first, "plugins": baseline.split(",")}, with_model)
+        if not any(b in grouped for b in baselines.values()):
+            known = sorted({method_label(c) for c in curves})
+            raise ArenaError(f"baseline {baseline!r} is none of the compared methods: {', '.join(known)}")
     methods = []
     for method, runs in grouped.items():
         seeds = sorted(runs)
@@ -98,8 +115,11 @@ def summarise_methods(
             "generations": _summary([float(c["generations"][-1]) for c in ordered if c["generations"]]),
             "to_level": {str(level): {str(s): runs[s]["to_level"][str(level)][0] for s in seeds} for level in levels},
         }
-        if baseline is not None and method != baseline:
-            row["vs_baseline"] = _paired(runs, grouped[baseline])
+        if baseline is not None:
+            row["baseline"] = baselines[method]
+            if method != baselines[method]:
+                paired_with = grouped.get(baselines[method])
+                row["vs_baseline"] = None if paired_with is None else _paired(runs, paired_with)
         methods.append(row)
     return {"baseline": baseline, "levels": list(levels), "methods": methods}
 
@@ -134,10 +154,10 @@ def format_method_table(result: Mapping[str, Any]) -> str:
         ]
         if baseline is not None:
             paired = row.get("vs_baseline")
-            if row["method"] == baseline:
+            if row["method"] == row["baseline"]:
                 cells += ["(baseline)", ""]
             elif paired is None:
-                cells += ["no common seed", ""]
+                cells += ["no baseline run with its seeds", ""]
             else:
                 cells += [
                     _fmt(paired["eval_end_diff"], signed=True),

@@ -136,3 +136,21 @@ def test_t_quantiles() -> None:
         t95(0)
     one = mean_t_ci([0.5])
     assert one.mean == 0.5 and one.low is None
+
+
+def test_by_method_separates_models_and_pairs_each_with_its_own_baseline(tmp_path: Path) -> None:
+    from arena.core.method_compare import summarise_methods
+
+    runs = seeded_runs(tmp_path)[:2]  # grpo and herl on tiny (kuhn_grpo's model), seed 0
+    for name, plugins in (("big_grpo", ["grpo"]), ("big_herl", ["herl", "grpo"])):
+        run = make_seeded_run(tmp_path, name, plugins, 0, 0.25, 0.9 if name == "big_grpo" else 0.5)
+        config = (run / "config.yaml").read_text().replace("model: tiny", "model: smollm2-135m-instruct", 1)
+        (run / "config.yaml").write_text(config)
+        runs.append(run)
+    result = summarise_methods(compare_runs(runs)["runs"], baseline="grpo")
+    rows = {row["method"]: row for row in result["methods"]}
+    assert set(rows) == {"grpo @ tiny", "herl,grpo @ tiny", "grpo @ smollm2-135m-instruct",
+                         "herl,grpo @ smollm2-135m-instruct"}  # fmt: skip
+    # tiny: herl 0.40 against grpo 0.30; smollm2: herl 0.50 against grpo 0.90
+    assert math.isclose(rows["herl,grpo @ tiny"]["vs_baseline"]["eval_end_diff"]["mean"], 0.1)
+    assert math.isclose(rows["herl,grpo @ smollm2-135m-instruct"]["vs_baseline"]["eval_end_diff"]["mean"], -0.4)
