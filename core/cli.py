@@ -421,7 +421,9 @@ def compare_cmd(
 
         summary = summarise_methods(result["runs"], baseline=baseline, levels=levels)
         if plot_path is not None:
-            summary["plot"] = str(plot_methods(summary, result["runs"], plot_path, metric=metric))
+            summary["plot"] = str(
+                plot_methods(summary, result["runs"], plot_path, metric=metric, window=max(1, window))
+            )
         click.echo(json.dumps({"metric": metric, **summary}, indent=2) if as_json else format_method_table(summary))
         if plot_path is not None and not as_json:
             click.echo(f"plot: {plot_path}")

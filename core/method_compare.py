@@ -175,7 +175,11 @@ def format_method_table(result: Mapping[str, Any]) -> str:
 
 
 def plot_methods(
-    result: Mapping[str, Any], curves: Sequence[Mapping[str, Any]], out: Path, metric: str = "training reward"
+    result: Mapping[str, Any],
+    curves: Sequence[Mapping[str, Any]],
+    out: Path,
+    metric: str = "training reward",
+    window: int = 1,
 ) -> Path:
     """Each method's curve of ``metric`` against rollouts: the mean over seeds, the band from lowest to highest."""
     import matplotlib
@@ -196,4 +200,6 @@ def plot_methods(
         (line,) = ax.plot(x, mean, marker="o", label=f"{row['method']} ({len(runs)} seeds)")
         band_low, band_high = [min(col) for col in columns], [max(col) for col in columns]
         ax.fill_between(x, band_low, band_high, alpha=0.15, color=line.get_color())
-    return save_curve_plot(fig, ax, result["levels"], f"{metric} (mean over seeds; band: min to max)", out)
+    ax.set_title("mean over seeds; band: lowest to highest seed", fontsize=9)
+    ylabel = metric + (f" (mean of last {window})" if window > 1 else "")
+    return save_curve_plot(fig, ax, result["levels"], ylabel, out)
