@@ -96,13 +96,7 @@ def t95(df: int) -> float:
 
 def mean_t_ci(values: Sequence[float]) -> Mean:
     """Mean ± t·s/√n: the interval for a handful of values (seeds), where the normal one is far too narrow."""
-    n = len(values)
-    if n < 2:
-        return mean_ci(values)
-    mean = math.fsum(values) / n
-    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
-    half = t95(n - 1) * sd / math.sqrt(n)
-    return Mean(mean=mean, n=n, low=mean - half, high=mean + half)
+    return mean_ci(values) if len(values) < 2 else mean_ci(values, z=t95(len(values) - 1))
 
 
 def learner_agent(trial: TrialRecord, seat_spec: str) -> str:

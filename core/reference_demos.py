@@ -37,7 +37,7 @@ MODEL_SEAT = "model:scripted"
 
 @attrs.frozen
 class ReferenceTask:
-    """What the exporter needs of one task: its id, a line of its prompt no other task's prompt contains (to tell
+    """What the exporter needs of one task: its id, its prompt (the task text inside the turn prompt, which tells
     which task a request is for) and the answer to train on."""
 
     task_id: str
@@ -53,11 +53,9 @@ def _instruct_tasks(split: str, tiers: Sequence[int] | None) -> list[ReferenceTa
 
 def _coding_tasks(split: str, tiers: Sequence[int] | None) -> list[ReferenceTask]:
     from arena.arenas.coding_tasks import tasks_for
+    from arena.core.models.demos import code_answer
 
-    return [
-        ReferenceTask(t.task_id, f"Write a Python function `{t.signature}`.", f"```python\n{t.reference.strip()}\n```")
-        for t in tasks_for(split, tiers)
-    ]
+    return [ReferenceTask(t.task_id, t.prompt(), code_answer(t.reference)) for t in tasks_for(split, tiers)]
 
 
 #: The arenas with a reference answer per task, and how to list their tasks (in the order seeds index them).
