@@ -31,6 +31,7 @@ from arena.core import losses
 from arena.core.distributed import Dist, MinibatchShape
 from arena.core.errors import ArenaError
 from arena.core.logprobs import policy_logprobs
+from arena.core.master_weights import MasterWeights, wants_master_weights
 from arena.core.models.held import WeightHold
 from arena.core.samples import Sample
 
@@ -73,6 +74,10 @@ class OptimConfig:
     #: Keep the entries a model directory marks as held (``held_weights.safetensors``, written by the copy-circuit
     #: ``tiny`` build) at their values; false trains every weight. No effect on models without the file.
     hold_marked_weights: bool = True
+    #: A model held in bf16/fp16 (the hf backend's default on GPU) is stepped through float32 copies of its
+    #: weights (``arena.core.master_weights``); false steps the low-precision weights directly, where updates
+    #: smaller than their rounding step are lost. No effect on float32 models.
+    master_weights: bool = True
 
 
 def _schedule(config: OptimConfig) -> Any:
@@ -131,33 +136,41 @@ class Trainer:
         self.optim_config = optim
         self.loss_config = loss
         self.pad_id = pad_id
+        # The model is placed first: master weights (below) are made on its device from its placed weights.
+        if self.dist.world == 1:
+            self.model = self.accelerator.prepare_model(model)
+        else:
+            self._prepare_distributed(model)
+        #: Float32 copies that the optimizer steps when the model is held in bf16/fp16 (``master_weights``);
+        #: None when the model trains in float32 or the option is off.
+        self.master = MasterWeights(model) if optim.master_weights and wants_master_weights(model) else None
+        named = self.master.named_parameters() if self.master else dict(model.named_parameters())
         #: Entries kept at their values (``arena.core.models.held``); None when the model marks none or
         #: ``optim.hold_marked_weights`` is off.
-        self.hold = WeightHold(model, held) if held and optim.hold_marked_weights else None
+        self.hold = WeightHold(named, held) if held and optim.hold_marked_weights else None
         optimizer = torch.optim.AdamW(
-            [p for p in model.parameters() if p.requires_grad],
+            self._stepped_parameters(),
             lr=optim.lr,
             betas=(optim.betas[0], optim.betas[1]),
             eps=optim.eps,
             weight_decay=optim.weight_decay,
         )
+        self.optimizer = self.accelerator.prepare_optimizer(optimizer)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(optim))
-        if self.dist.world == 1:
-            self.model, self.optimizer, self.scheduler = self.accelerator.prepare(model, optimizer, scheduler)
-        else:
-            self._prepare_distributed(model, optimizer, scheduler)
+        # Several processes: the scheduler stays unwrapped (accelerate's wrapper steps it once per process).
+        self.scheduler = self.accelerator.prepare_scheduler(scheduler) if self.dist.world == 1 else scheduler
         self.reference: torch.nn.Module | None = None  # built lazily: only KL and DPO need it
         self.steps = 0
         #: ``f(samples, advantages, entropy, mask) -> [B, T] tensor | None``, per micro-batch: advantages that
         #: depend on the current policy (EntropyAdv); the run wires the ``shape_token_advantages`` hook here.
         self.shape_token_advantages: Callable[..., torch.Tensor | None] | None = None
 
-    def _prepare_distributed(self, model: torch.nn.Module, optimizer: Any, scheduler: Any) -> None:
+    def _prepare_distributed(self, model: torch.nn.Module) -> None:
         """Several processes: place the model (and bf16 autocast) without DDP, start every rank from rank 0's weights.
 
         No DDP wrapper: its per-backward all-reduce (and per-forward buffer broadcast) needs the same number of
         backwards on every rank, and ranks hold different samples; ``update`` combines the gradients once per
-        optimizer step instead. The scheduler stays unwrapped: accelerate's wrapper steps it once per process.
+        optimizer step instead.
         """
         from accelerate.utils import DistributedType
 
@@ -168,8 +181,6 @@ class Trainer:
                 "(use plain multi-process data parallelism: accelerate launch --multi_gpu)"
             )
         self.model = self.accelerator.prepare_model(model, evaluation_mode=True)
-        self.optimizer = self.accelerator.prepare_optimizer(optimizer)
-        self.scheduler = scheduler
         with torch.no_grad():
             for param in self.model.parameters():
                 self.dist.broadcast_(param.data)
@@ -294,6 +305,8 @@ class Trainer:
                         ok = False
                         break
                     self.accelerator.backward(loss)
+                    if self.master is not None:
+                        self.master.accumulate_grads()
                     step_loss += float(loss.detach())  # micro losses add up to the minibatch's loss
                     tokens += sum(len(s.completion_ids) for s in batch)
                     for key, value in stats.items():
@@ -306,13 +319,15 @@ class Trainer:
                     self.hold.zero_grads()
                 if ok:
                     grad_norm = float(
-                        self.accelerator.clip_grad_norm_(self.model.parameters(), self.optim_config.grad_clip)
+                        self.accelerator.clip_grad_norm_(self._stepped_parameters(), self.optim_config.grad_clip)
                     )
                     ok = math.isfinite(grad_norm)
                 if ok:
                     self.optimizer.step()
                     if self.hold is not None:
                         self.hold.restore()
+                    if self.master is not None:
+                        self.master.write_to_model()
                     self.scheduler.step()
                     self.steps += 1
                     for key, value in (("train/grad_norm", grad_norm), ("train/loss", step_loss)):
@@ -340,6 +355,12 @@ class Trainer:
         self.model.eval()
         return metrics
 
+    def _stepped_parameters(self) -> list[torch.nn.Parameter]:
+        """What the optimizer steps and the gradients live on: the float32 master copies, else the model's own."""
+        if self.master is not None:
+            return self.master.parameters()
+        return [p for p in self.model.parameters() if p.requires_grad]
+
     def _minibatch_parts(self, samples: Sequence[Sample]) -> list[list[Sample]]:
         """``minibatches`` consecutive parts of ``samples`` of ``ceil(n / minibatches)`` each (trailing ones empty)."""
         count = max(1, self.optim_config.minibatches)
@@ -357,7 +378,7 @@ class Trainer:
         A rank whose loss was not finite (or that had no part in this minibatch) contributes zero gradients.
         Returns whether every rank's loss was finite, and the minibatch's loss (the sum of the ranks' parts).
         """
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        params = self._stepped_parameters()
         device = params[0].device
         pieces = []
         for p in params:
@@ -504,16 +525,29 @@ class Trainer:
     # -- state ----------------------------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        return {
+        state: dict[str, Any] = {
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "steps": self.steps,
         }
+        if self.master is not None:
+            state["master_weights"] = self.master.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore optimizer, scheduler and steps; load the model's weights first.
+
+        Master copies come back from the saved state when it has them, else they start again from the model's
+        (just loaded) weights: a checkpoint written without them (a float32 run) resumes in bf16 that way.
+        """
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.steps = int(state["steps"])
+        if self.master is not None:
+            if state.get("master_weights"):
+                self.master.load_state_dict(state["master_weights"])
+            else:
+                self.master.read_from_model()
 
 
 def _sample_gammas(batch: Sequence[Sample], default: float, device: Any) -> torch.Tensor:

@@ -44,14 +44,15 @@ def load_held(folder: str | Path) -> dict[str, torch.Tensor] | None:
 
 
 class WeightHold:
-    """Keeps the masked entries of ``model``'s parameters where they were when this object was made."""
+    """Keeps the masked entries of ``model``'s parameters (or of the named tensors) where they were when made."""
 
-    def __init__(self, model: torch.nn.Module, masks: Mapping[str, torch.Tensor]) -> None:
-        parameters = dict(model.named_parameters())
+    def __init__(self, model: torch.nn.Module | Mapping[str, torch.Tensor], masks: Mapping[str, torch.Tensor]) -> None:
+        # A mapping names the tensors the optimizer steps (the trainer's float32 master copies, when it has them).
+        parameters = dict(model.named_parameters()) if isinstance(model, torch.nn.Module) else dict(model)
         unknown = sorted(set(masks) - set(parameters))
         if unknown:
             raise ArenaError(f"{HELD_FILE} names parameters the model does not have: {', '.join(unknown[:5])}")
-        self._held: list[tuple[torch.nn.Parameter, torch.Tensor, torch.Tensor]] = []
+        self._held: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
         for name, mask in sorted(masks.items()):
             parameter = parameters[name]
             if tuple(mask.shape) != tuple(parameter.shape):

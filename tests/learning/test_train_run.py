@@ -129,9 +129,39 @@ def test_a_run_keeps_the_entries_its_model_marks_held(tmp_path: Path, toy_dir: P
     assert any(not torch.equal(trained[n][~m], start[n][~m]) for n, m in masks.items())
 
 
+def test_a_bf16_run_steps_float32_master_weights_and_checkpoints_them(tmp_path: Path, toy_dir: Path) -> None:
+    """The GPU default (bf16 weights), on CPU: the run trains, and each checkpoint holds the float32 master
+    copies next to the bf16 learner weights that are those copies rounded."""
+    import torch
+    from safetensors.torch import load_file
+
+    from arena.core import checkpoint as ck
+
+    config = write_config(tmp_path, toy_dir, iterations=2)
+    config.write_text(config.read_text() + "backend_options: {hf: {dtype: bfloat16}}\n")
+    proc = arena("train", "--population", str(config), "--out", str(tmp_path / "run"))
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    assert all(m["train/steps"] > 0 for m in learning_metrics(tmp_path / "run")[1:])
+    latest = sorted((tmp_path / "run" / "checkpoints").iterdir())[-1]
+    weights, state = ck.load_checkpoint(latest)
+    master = state["learners"]["agent"]["trainer"]["master_weights"]
+    saved = load_file(str(latest / "learners" / "agent" / "model.safetensors"))
+    start = load_file(str(toy_dir / "model.safetensors"))
+    assert master and all(t.dtype == torch.float32 for t in master.values())
+    for name, copy in master.items():
+        if name in saved:  # a tied matrix is saved under one of its names
+            assert saved[name].dtype == torch.bfloat16
+            assert torch.equal(saved[name], copy.to(torch.bfloat16)), name
+    assert any(not torch.equal(master[n], start[n]) for n in start if n in master)
+    assert set(weights["agent"]) >= set(saved)
+
+
 @pytest.mark.slow
-def test_kill_and_resume_gives_the_same_metrics(tmp_path: Path, toy_dir: Path) -> None:
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])  # bf16: the master copies come back from the checkpoint
+def test_kill_and_resume_gives_the_same_metrics(tmp_path: Path, toy_dir: Path, dtype: str) -> None:
     config = write_config(tmp_path, toy_dir, iterations=4)
+    config.write_text(config.read_text() + f"backend_options: {{hf: {{dtype: {dtype}}}}}\n")
     reference = tmp_path / "reference"
     proc = arena("train", "--population", str(config), "--out", str(reference))
     assert proc.wait(timeout=900) == 0, proc.stderr.read() if proc.stderr else ""

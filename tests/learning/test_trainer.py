@@ -236,11 +236,12 @@ def _held_masks(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return masks
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])  # bf16: held on the float32 master copies
 @pytest.mark.parametrize("hold", [True, False])
-def test_held_entries_keep_their_values_and_the_rest_trains(toy, hold: bool) -> None:
+def test_held_entries_keep_their_values_and_the_rest_trains(toy, hold: bool, dtype: torch.dtype) -> None:
     samples = sampled(toy, n=6)
     _, make = toy
-    model = make()
+    model = make().to(dtype)
     masks = _held_masks(model)
     start = {n: p.detach().clone() for n, p in model.named_parameters()}
     optim = OptimConfig(lr=1e-2, weight_decay=0.1, minibatches=2, hold_marked_weights=hold)
