@@ -117,6 +117,24 @@ def ppo_clip(
     return loss, stats
 
 
+def truncated_is_weights(
+    old_logp: torch.Tensor, behaviour_logp: torch.Tensor, cap: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Truncated importance sampling (TIS; Yao et al. 2025, "Your efficient RL framework secretly brings you
+    off-policy RL training"): per-token weights ``min(exp(old_logp − behaviour_logp), cap)``, detached.
+
+    ``behaviour_logp`` is what the sampler (vLLM, a bf16 kernel) reported for the token it drew; ``old_logp`` is
+    the trained policy's log-prob of the same token before the update. Their ratio corrects the policy gradient
+    for sampling from the wrong distribution; the cap bounds the variance that a token the sampler found far
+    less likely than the policy would bring. Returns ``(weights, capped)``, ``capped`` true where the cap binds.
+    """
+    _check_same_shape(old_logp=old_logp, behaviour_logp=behaviour_logp)
+    if cap <= 0:
+        raise ValueError(f"the TIS cap must be positive, got {cap}")
+    ratio = torch.exp((old_logp - behaviour_logp).detach())
+    return torch.clamp(ratio, max=cap), ratio > cap
+
+
 def shaped_off_policy(
     logp: torch.Tensor,
     old_logp: torch.Tensor | None,

@@ -56,6 +56,22 @@ class LossConfig:
     #: DAPO's overlong filtering: samples cut off at the answer budget (``finish_reason`` "length") take no part
     #: in the loss; the soft alternative is the ``overlong`` reward plugin.
     overlong_filter: bool = False
+    #: Where PPO's old log-probs come from. ``behaviour``: the generation backend's, exact when the hf backend
+    #: samples from the trained model in float32. ``recompute``: one no-grad forward pass of the trained model
+    #: over the batch before the update (as verl does), for when generation and training compute differently
+    #: (vLLM, bf16): the first step's ratio is then exactly 1. Only ``ppo`` samples; off-policy losses (HeRL,
+    #: GOLF) keep the log-probs of whatever generated their text.
+    old_logprobs: Literal["behaviour", "recompute"] = "behaviour"
+    #: Truncated importance sampling (Yao et al. 2025; TRL's ``vllm_importance_sampling_cap``): each ``ppo``
+    #: token's loss is weighted by min(π_old / π_behaviour, tis_cap), correcting for the sampler not being the
+    #: trained policy. Needs ``old_logprobs: recompute``.
+    tis_cap: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.tis_cap is not None and self.old_logprobs != "recompute":
+            raise ValueError("loss.tis_cap needs loss.old_logprobs: recompute (the weight compares the two)")
+        if self.tis_cap is not None and self.tis_cap <= 0:
+            raise ValueError(f"loss.tis_cap must be positive, got {self.tis_cap}")
 
 
 @attrs.frozen
@@ -275,8 +291,10 @@ class Trainer:
             shapes = merge_shapes(self.dist.gather(shapes))
         if not any(shape.samples for shape in shapes):
             return {"train/samples": 0.0}
-        self.model.train()
         model = self.accelerator.unwrap_model(self.model) if distributed else self.model
+        if self.loss_config.old_logprobs == "recompute":
+            parts = [self._with_old_logprobs(part, model) for part in parts]
+        self.model.train()
         for _ in range(self.optim_config.epochs):
             for minibatch, shape in zip(parts, shapes, strict=True):
                 if not shape.samples:  # empty on every rank: no step (a single process never cuts one)
@@ -354,6 +372,26 @@ class Trainer:
         )
         self.model.eval()
         return metrics
+
+    @torch.no_grad()
+    def _with_old_logprobs(self, samples: Sequence[Sample], model: Any) -> list[Sample]:
+        """``samples`` with ``meta["old_logprobs"]``: each ``ppo`` sample's log-probs under the model as it is now."""
+        out = list(samples)
+        ppo = [i for i, s in enumerate(samples) if s.loss == "ppo"]
+        for micro in self.micro_batches([samples[i] for i in ppo]):
+            batch = [samples[ppo[j]] for j in micro]
+            logp, _, _ = policy_logprobs(
+                model,
+                [s.context_ids for s in batch],
+                [s.completion_ids for s in batch],
+                [s.temperatures for s in batch],
+                pad_id=self.pad_id,
+            )
+            for row, j in enumerate(micro):
+                sample = samples[ppo[j]]
+                old = tuple(float(x) for x in logp[row, : len(sample.completion_ids)].tolist())
+                out[ppo[j]] = attrs.evolve(sample, meta={**sample.meta, "old_logprobs": old})
+        return out
 
     def _stepped_parameters(self) -> list[torch.nn.Parameter]:
         """What the optimizer steps and the gradients live on: the float32 master copies, else the model's own."""
@@ -447,7 +485,12 @@ class Trainer:
             entropy_grad=cfg.entropy_coef > 0,  # otherwise entropy is only a metric (and EntropyAdv's detached H)
         )
         width = logp.shape[1]
-        old = _pad([s.behaviour_logprobs for s in batch], width, device)
+        behaviour = _pad([s.behaviour_logprobs for s in batch], width, device)
+        recomputed = [s.meta.get("old_logprobs") for s in batch]  # ``ppo`` samples with old_logprobs: recompute
+        old = behaviour
+        if any(r is not None for r in recomputed):
+            rows_old = [r if r is not None else s.behaviour_logprobs for r, s in zip(recomputed, batch, strict=True)]
+            old = _pad(rows_old, width, device)
         adv = losses.advantages_to_tokens([s.advantage for s in batch], [len(s.completion_ids) for s in batch])
         adv = _fit(adv.to(device), width)
         if self.shape_token_advantages is not None:
@@ -466,6 +509,14 @@ class Trainer:
             if kind == "ppo":
                 loss_k, info = losses.ppo_clip(logp, old, adv, mask, cfg.clip_low, cfg.clip_high, cfg.dual_clip)
                 stats["train/clip_fraction"] = float(info.get("clip_fraction", 0.0))
+                if cfg.old_logprobs == "recompute":
+                    ppo_mask = mask * rows
+                    stats["train/rollout_logprob_gap"] = float(losses.masked_mean((old - behaviour).abs(), ppo_mask))
+                    if cfg.tis_cap is not None:
+                        weight, capped = losses.truncated_is_weights(old, behaviour, cfg.tis_cap)
+                        loss_k = loss_k * weight
+                        stats["train/tis_weight"] = float(losses.masked_mean(weight, ppo_mask))
+                        stats["train/tis_capped_fraction"] = float(losses.masked_mean(capped.float(), ppo_mask))
             elif kind == "shaped_ratio":
                 gamma = _sample_gammas(batch, cfg.shaped_ratio_gamma, device)
                 loss_k, _ = losses.shaped_off_policy(logp, old, adv, mask, gamma, "ratio")
