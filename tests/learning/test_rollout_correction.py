@@ -89,7 +89,7 @@ def test_truncated_is_weights() -> None:
 def test_off_policy_samples_keep_the_log_probs_of_their_generator(toy) -> None:
     """HeRL's and GOLF's shaped losses compare with whatever generated the text: recompute leaves them alone."""
     samples = shifted(sampled(toy, n=4, loss="shaped_ratio"), by=0.3)
-    plain, plain_weights = train(toy, samples, LossConfig())
+    _, plain_weights = train(toy, samples, LossConfig())
     again, again_weights = train(toy, samples, LossConfig(old_logprobs="recompute"))
     assert "train/rollout_logprob_gap" not in again
     assert torch.equal(again_weights, plain_weights)
