@@ -373,6 +373,14 @@ class Trainer:
         self.model.eval()
         return metrics
 
+    def _logprobs(
+        self, model: Any, batch: Sequence[Sample], **options: Any
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """``policy_logprobs`` of ``batch``'s completions (each token at its sampling temperature) under ``model``."""
+        contexts = [s.context_ids for s in batch]
+        completions = [s.completion_ids for s in batch]
+        return policy_logprobs(model, contexts, completions, [s.temperatures for s in batch], self.pad_id, **options)
+
     @torch.no_grad()
     def _with_old_logprobs(self, samples: Sequence[Sample], model: Any) -> list[Sample]:
         """``samples`` with ``meta["old_logprobs"]``: each ``ppo`` sample's log-probs under the model as it is now."""
@@ -380,13 +388,7 @@ class Trainer:
         ppo = [i for i, s in enumerate(samples) if s.loss == "ppo"]
         for micro in self.micro_batches([samples[i] for i in ppo]):
             batch = [samples[ppo[j]] for j in micro]
-            logp, _, _ = policy_logprobs(
-                model,
-                [s.context_ids for s in batch],
-                [s.completion_ids for s in batch],
-                [s.temperatures for s in batch],
-                pad_id=self.pad_id,
-            )
+            logp, _, _ = self._logprobs(model, batch)
             for row, j in enumerate(micro):
                 sample = samples[ppo[j]]
                 old = tuple(float(x) for x in logp[row, : len(sample.completion_ids)].tolist())
@@ -475,12 +477,9 @@ class Trainer:
     ) -> tuple[torch.Tensor, dict[str, float]]:
         cfg = self.loss_config
         device = self.accelerator.device
-        logp, entropy, mask = policy_logprobs(
+        logp, entropy, mask = self._logprobs(
             self.model if model is None else model,
-            [s.context_ids for s in batch],
-            [s.completion_ids for s in batch],
-            [s.temperatures for s in batch],
-            pad_id=self.pad_id,
+            batch,
             with_entropy=True,
             entropy_grad=cfg.entropy_coef > 0,  # otherwise entropy is only a metric (and EntropyAdv's detached H)
         )
@@ -531,13 +530,7 @@ class Trainer:
         total = (per_token * w).sum()
         if cfg.kl_coef > 0 or any(k.startswith("dpo") for k in kinds):
             with torch.no_grad():
-                ref_logp, _, _ = policy_logprobs(
-                    self.reference_model(),
-                    [s.context_ids for s in batch],
-                    [s.completion_ids for s in batch],
-                    [s.temperatures for s in batch],
-                    pad_id=self.pad_id,
-                )
+                ref_logp, _, _ = self._logprobs(self.reference_model(), batch)
             if cfg.kl_coef > 0:
                 kl = losses.kl_k3(logp, ref_logp)
                 total = total + cfg.kl_coef * (kl * w).sum()
