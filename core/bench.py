@@ -146,12 +146,20 @@ def find_vllm_python() -> str | None:
 
 
 def bench_backends(
-    model: str = "smollm2-135m-instruct", max_new_tokens: int = 32, repeat: int = 4, noise: float = 0.01
+    model: str = "smollm2-135m-instruct",
+    max_new_tokens: int = 32,
+    repeat: int = 4,
+    noise: float = 0.01,
+    dtype: str = "float32",
+    enforce_eager: bool = False,
 ) -> dict[str, Any]:
     """hf vs vllm tokens/s on one workload, one weight sync's wall time, and greedy agreement after the sync.
 
     vLLM runs in its own interpreter (``find_vllm_python``): the same prompts, then a sync of weights perturbed
-    here (seeded Gaussian noise of relative size ``noise``), then greedy decoding on both sides.
+    here (seeded Gaussian noise of relative size ``noise``), then greedy decoding on both sides. Both sides run
+    in ``dtype``: float32 agrees token for token; in bfloat16 (a GPU's default) the two sides' kernels round
+    differently, so a near-tie can flip a greedy answer and the agreement measures that too.
+    ``enforce_eager`` skips vLLM's compilation (faster start, slower decode).
     """
     import json
     import subprocess
@@ -170,7 +178,7 @@ def bench_backends(
         )
         for i, text in enumerate(prompts)
     ]
-    hf = HFBackend(model)
+    hf = HFBackend(model, dtype=dtype)
     hf.generate(requests[:1])
     walls, generated = [], 0
     for _ in range(2):
@@ -180,6 +188,7 @@ def bench_backends(
         generated = sum(len(c.token_ids) for row in out for c in row)
     result: dict[str, Any] = {
         "model": model,
+        "dtype": dtype,
         "requests": len(requests),
         "max_new_tokens": max_new_tokens,
         "hf_tokens_per_s": round(generated / min(walls), 1),
@@ -189,7 +198,9 @@ def bench_backends(
         result["vllm"] = "not installed: `make vllm-venv` (CPU) or `pip install 'arena-rl[vllm]'` (GPU)"
         return result
     bench_cmd = [python, "-m", "arena.core.backends.vllm_backend", "bench", "--model", model, "--syncs", "1"]
-    bench_cmd += ["--max-new-tokens", str(max_new_tokens), "--repeat", str(repeat), "--dtype", "float32"]
+    bench_cmd += ["--max-new-tokens", str(max_new_tokens), "--repeat", str(repeat), "--dtype", dtype]
+    eager = ["--enforce-eager"] if enforce_eager else []
+    bench_cmd += eager
     for text in BENCH_PROMPTS:
         bench_cmd += ["--prompt", text]
     proc = subprocess.run(bench_cmd, capture_output=True, text=True, timeout=1800)
@@ -215,6 +226,7 @@ def bench_backends(
         weights = f"{tmp}/weights.safetensors"
         save_file(state, weights)
         cmd = [python, "-m", "arena.core.backends.vllm_backend", "compare", "--model", model, "--weights", weights]
+        cmd += ["--dtype", dtype, *eager]
         for text in BENCH_PROMPTS:
             cmd += ["--prompt", text]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)

