@@ -160,10 +160,10 @@ class Trainer:
         #: Float32 copies that the optimizer steps when the model is held in bf16/fp16 (``master_weights``);
         #: None when the model trains in float32 or the option is off.
         self.master = MasterWeights(model) if optim.master_weights and wants_master_weights(model) else None
-        named = self.master.named_parameters() if self.master else dict(model.named_parameters())
-        #: Entries kept at their values (``arena.core.models.held``); None when the model marks none or
-        #: ``optim.hold_marked_weights`` is off.
-        self.hold = WeightHold(named, held) if held and optim.hold_marked_weights else None
+        #: Entries kept at their values (``arena.core.models.held``), on the tensors the optimizer steps; None when
+        #: the model marks none or ``optim.hold_marked_weights`` is off.
+        stepped = self.master.named_parameters() if self.master else model
+        self.hold = WeightHold(stepped, held) if held and optim.hold_marked_weights else None
         optimizer = torch.optim.AdamW(
             self._stepped_parameters(),
             lr=optim.lr,

@@ -112,6 +112,7 @@ def test_real_tiny_answers_legal_moves_on_fresh_prompts(model_cache: None) -> No
 
     half = evaluate(copy.deepcopy(model).to(torch.bfloat16), tokenizer, fresh, seed=7)
     legal_bf16 = sum(row["legal_rate"] * row["legal_samples"] for row in half.values())
+    print(json.dumps({"legal_rate": legal / total, "legal_rate_bf16": legal_bf16 / total}))
     assert legal_bf16 / total >= tiny.GATE_LEGAL_RATE, {a: row["legal_rate"] for a, row in half.items()}
     built = json.loads((path / "build_report.json").read_text())
     assert built["gate"]["threshold"] == tiny.GATE_LEGAL_RATE

@@ -1,9 +1,9 @@
 """vLLM serving bfloat16, what a GPU serves by default, checked where the CPU can (AVX512-BF16) or on a GPU.
 
-The model is the project's `tiny` (real trained weights): on the random model of ``conftest.py`` bf16 rounding
-alone moves log-probs by up to 1.4, so no bound would mean anything there. The reference is a float32 HF
-forward pass of the same weights. bf16 rounding, not vLLM, sets the scale: HF's own bf16 forward pass is off by
-about as much (docs/performance.md), so the bounds compare vLLM with it.
+The model is the project's `tiny` (real trained weights): the random model of ``conftest.py`` has such large
+activations that bf16 rounding alone moves its log-probs too far for a bound to mean anything. The reference
+is a float32 HF forward pass of the same weights. bf16 rounding, not vLLM, sets the scale: HF's own bf16 forward
+pass is off by about as much (docs/performance.md), so the bounds compare vLLM with it.
 """
 
 from __future__ import annotations
