@@ -116,6 +116,31 @@ def extract_tag(text: str, tag: str | None) -> str:
     return text.strip()
 
 
+def trained_seats(spec: TrialSpec, llm_seats: Sequence[int]) -> tuple[int, ...]:
+    """The seats held by a learner of the run: ``meta["trained_seats"]`` when the trainer set it (the learner's
+    seat and any co-evolving learner's), else every seat holding the spec of ``meta["learner_seat"]``, else every
+    LLM seat (``arena play``)."""
+    if "trained_seats" in spec.meta:
+        return tuple(int(i) for i in spec.meta["trained_seats"])
+    learner_seat = spec.meta.get("learner_seat")
+    if learner_seat is None:
+        return tuple(llm_seats)
+    learner = spec.seats[int(learner_seat)]
+    return tuple(i for i, text in enumerate(spec.seats) if text == learner)
+
+
+def trial_won(spec: TrialSpec, seats: Sequence[_Seat], record: EpisodeRecord) -> bool:
+    """``early_stop_on_win``'s test: every trained seat won ``record``.
+
+    A trial is won *for a seat*. Against a fixed LLM opponent (a snapshot, a model member of the pool) only the
+    learner's win stops the trial. "Any LLM seat won" stopped every LLM-vs-LLM trial after its first episode,
+    since one seat or the other wins every decisive episode. Two trained seats (two co-evolving learners, a
+    learner against itself, two LLM seats in ``arena play``) cannot both win, so such a match plays every episode.
+    """
+    trained = trained_seats(spec, [s.index for s in seats if s.is_llm])
+    return bool(trained) and all(record.outcomes.get(seats[i].agent) == "win" for i in trained)
+
+
 class RolloutEngine:
     """Plays trials concurrently.
 
@@ -243,8 +268,7 @@ class RolloutEngine:
                 record = await self._run_episode(state, episode, batcher)
                 state.episodes.append(record)
                 self.plugins.call("episode_end", trial=spec, episode=record)
-                llm_won = any(record.outcomes.get(s.agent) == "win" for s in state.seats if s.is_llm)
-                last = episode + 1 == spec.episodes or (spec.early_stop_on_win and llm_won)
+                last = episode + 1 == spec.episodes or (spec.early_stop_on_win and trial_won(spec, state.seats, record))
                 await self._reflect(state, record, batcher, last=last)
                 if last:
                     break

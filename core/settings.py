@@ -51,6 +51,9 @@ class TrialConfig:
     """How each trial runs: ``episodes`` restarts of the arena from the same seed, reflections between."""
 
     episodes: int = attrs.field(default=1, validator=_positive)
+    #: Stop a trial after an episode that every *trained* seat won (the learner's seat; a learner against an
+    #: LLM opponent stops on its own win only, a learner against itself plays every episode). Evaluation
+    #: always plays every episode.
     early_stop_on_win: bool = False
     max_steps: int = attrs.field(default=1000, validator=_positive)
     invalid_action: InvalidActionConfig = attrs.field(factory=InvalidActionConfig)

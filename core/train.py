@@ -29,7 +29,7 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -68,9 +68,17 @@ log = structlog.get_logger("arena.train")
 
 
 def trial_specs_for(
-    config: TrainConfig, learner: Learner, groups: Sequence[Matchup], iteration: int = 0
+    config: TrainConfig,
+    learner: Learner,
+    groups: Sequence[Matchup],
+    iteration: int = 0,
+    learner_specs: Collection[str] = (),
 ) -> list[TrialSpec]:
     """``group_size`` trials per matchup: same seed, same opponent, the learner in the matchup's seat.
+
+    ``learner_specs`` are the seat specs of every learner of the run: ``meta["trained_seats"]`` lists the seats
+    they hold, and the engine's ``early_stop_on_win`` stops a trial only when all of them won (never, for two
+    co-evolving learners).
 
     ``meta`` carries the iteration and the run seed (EMPO² draws its per-iteration memory mode from them),
     ``group_index``, the trial's position in its group (MENTOR guides the second half of every group), and
@@ -99,6 +107,9 @@ def trial_specs_for(
                         "learner": learner.name,
                         "opponent": m.opponent or None,
                         "learner_seat": seats.index(learner.seat_spec),
+                        "trained_seats": [
+                            i for i, text in enumerate(seats) if text == learner.seat_spec or text in learner_specs
+                        ],
                         "group_index": k,
                         "group_size": config.group_size,
                         "iteration": iteration,
@@ -747,11 +758,12 @@ class Run:
         t0 = time.perf_counter()
         requests_before = learner.engine.stats.requests
         mine = self.dist.shard(matchups)  # whole groups: group-relative advantages stay local and exact
-        trials = learner.engine.run(trial_specs_for(self.config, learner, mine, self.iteration))
+        live = [other.seat_spec for other in self.learners]
+        trials = learner.engine.run(trial_specs_for(self.config, learner, mine, self.iteration, live))
         seconds = time.perf_counter() - t0
         everything = trials
         if self.dist.world > 1:
-            order = [s.trial_id for s in trial_specs_for(self.config, learner, matchups, self.iteration)]
+            order = [s.trial_id for s in trial_specs_for(self.config, learner, matchups, self.iteration, live)]
             everything = in_order(self.dist.gather(trials), lambda t: t.spec.trial_id, order)
         for trial in everything:
             self.population.record(trial)

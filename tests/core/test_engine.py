@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 import pytest
 
 from arena.core.backends.base import GenerationRequest
 from arena.core.backends.scripted import random_legal_responder
+from arena.core.engine import RolloutEngine
 from arena.core.errors import ArenaError
+from arena.core.plugins import PluginSet
+from arena.core.records import TrialRecord, TrialSpec
 from arena.core.settings import InvalidActionConfig, TrialConfig
 
-from .helpers import play, specs
+from .helpers import play, scripted_pool, specs
 
 
 def gibberish(request: GenerationRequest, rng: np.random.Generator) -> str:
@@ -79,6 +83,48 @@ def test_early_stop_on_win() -> None:
         else:
             assert len(trial.episodes) == 3
     assert any(len(t.episodes) < 3 for t in records)
+
+
+def co_evolution_specs(n: int, learner_seat: int) -> list[TrialSpec]:
+    """A learner (``model:scripted``) against another LLM (``model:rival@scripted``), as a co-evolving learner or
+    a snapshot sits in the training pool."""
+    seats = ("model:scripted", "model:rival@scripted")
+    meta = {"learner": "alice", "learner_seat": learner_seat}
+    return [
+        TrialSpec(
+            trial_id=f"t{i}", arena_id="kuhn_poker", seats=seats, seed=i, episodes=3, early_stop_on_win=True, meta=meta
+        )
+        for i in range(n)
+    ]
+
+
+def play_two_llms(trial_specs: list[TrialSpec]) -> list[TrialRecord]:
+    pool, backend = scripted_pool()
+    pool.add("scripted", "rival", backend)
+    return RolloutEngine(PluginSet([]), backends=pool).run(trial_specs)
+
+
+@pytest.mark.parametrize("learner_seat", [0, 1])
+def test_early_stop_follows_the_trained_seat_against_an_llm_opponent(learner_seat: int) -> None:
+    # Before the fix any LLM seat's win stopped the trial, and with two LLM seats one of them wins every decisive
+    # Kuhn episode: every trial stopped after episode 1 and MAGE's multi-episode training switched off.
+    records = play_two_llms(co_evolution_specs(40, learner_seat))
+    learner = f"player_{learner_seat}"
+    for trial in records:
+        won_at = [e.index for e in trial.episodes if e.outcomes[learner] == "win"]
+        assert len(trial.episodes) == (won_at[0] + 1 if won_at else 3)
+    assert any(len(t.episodes) == 3 for t in records)
+    assert sum(len(t.episodes) for t in records) > 1.5 * len(records)
+
+
+def test_a_trial_of_two_trained_seats_plays_every_episode() -> None:
+    # A learner against itself (both seats hold its spec) cannot win for both seats at once: it keeps playing.
+    pool, _ = scripted_pool()
+    trial_specs = [
+        attrs.evolve(s, seats=("model:scripted", "model:scripted")) for s in co_evolution_specs(20, learner_seat=0)
+    ]
+    records = RolloutEngine(PluginSet([]), backends=pool).run(trial_specs)
+    assert [len(t.episodes) for t in records] == [3] * 20
 
 
 def test_runs_are_repeatable() -> None:

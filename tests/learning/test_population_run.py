@@ -88,3 +88,25 @@ def test_two_learners_snapshots_and_ratings(tmp_path: Path, toy_dir: Path) -> No
     resumed = Run(config, out, progress=False)
     resumed.load(latest)
     assert resumed.population.matchups(2, 2, "random") == run.population.matchups(2, 2, "random")
+
+
+def test_co_evolving_learners_play_every_episode_of_their_trials(tmp_path: Path, toy_dir: Path) -> None:
+    # Issue 22, defect 1: with early stop on and both seats LLMs, one of them wins every decisive Kuhn episode, so
+    # "any LLM seat won" ended each learner-vs-learner trial after episode 1. Two live learners now play all three;
+    # against a scripted member the trial still stops on the learner's own win.
+    text = CONFIG.format(model=toy_dir).replace("  episodes: 2\n", "  episodes: 3\n  early_stop_on_win: true\n")
+    path = tmp_path / "coevolution.yaml"
+    path.write_text(text)
+    config = load_config(TrainConfig, path)
+    run = Run(config, tmp_path / "run", progress=False)
+    alice = run.learners[0]
+    matchups = [m for m in run.population.matchups(0, 8, "random") if m.learner == "alice"]
+    trials, _, _ = run.play(alice, matchups)
+    versus_bob = [t for t in trials if t.spec.meta["opponent"] == "bob"]
+    versus_scripted = [t for t in trials if t.spec.meta["opponent"] == "conservative"]
+    assert versus_bob and versus_scripted
+    assert [len(t.episodes) for t in versus_bob] == [3] * len(versus_bob)
+    for trial in versus_scripted:
+        agent = trial.spec.seats.index(alice.seat_spec)
+        won = [e.index for e in trial.episodes if e.outcomes[f"player_{agent}"] == "win"]
+        assert len(trial.episodes) == (won[0] + 1 if won else 3)
