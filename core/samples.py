@@ -4,6 +4,10 @@ Samples are frozen; every stage (rewards, returns, advantages, training view) re
 ``attrs.evolve``. ``context_ids`` is what the trainer conditions on; ``rollout_context_ids`` is what the policy
 saw when it sampled (they differ when a plugin changes the training view, as EMPO² strips its tips), and
 ``behaviour_logprobs`` were measured in the rollout context at ``temperatures``.
+
+PPO's π_old is the behaviour log-probs unless the trainer recomputes it (``loss.old_logprobs: recompute`` for
+``ppo`` samples, and always for a sample with ``recompute_old``): then a no-grad pass of the trained model
+before the update gives it, in the training context, or in the rollout context for ``old_context="rollout"``.
 """
 
 from __future__ import annotations
@@ -43,6 +47,15 @@ class Sample:
     ret: float = 0.0
     advantage: float | list[float] = 0.0
     meta: dict[str, Any] = attrs.field(factory=dict)
+    #: π_old must come from the trained model, not the sampler: the tokens were drawn from another distribution
+    #: (MENTOR's policy/expert mixture; a HeRL revision sampled at T 0.3 in another prompt), so their behaviour
+    #: log-probs would make the first-step ratio far from 1. The trainer recomputes π_old for such a sample
+    #: whatever ``loss.old_logprobs`` says.
+    recompute_old: bool = False
+    #: The context a recomputed π_old is taken in: ``train`` (``context_ids``) or ``rollout``
+    #: (``rollout_context_ids``, the prompt the tokens were sampled in: EMPO²'s off-policy ratio
+    #: π_θ(a | no tips) / π_old(a | tips) keeps its tips in the denominator).
+    old_context: Literal["train", "rollout"] = "train"
 
     def __attrs_post_init__(self) -> None:
         n = len(self.completion_ids)

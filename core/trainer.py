@@ -292,7 +292,7 @@ class Trainer:
         if not any(shape.samples for shape in shapes):
             return {"train/samples": 0.0}
         model = self.accelerator.unwrap_model(self.model) if distributed else self.model
-        if self.loss_config.old_logprobs == "recompute":
+        if self.loss_config.old_logprobs == "recompute" or any(s.recompute_old for part in parts for s in part):
             parts = [self._with_old_logprobs(part, model) for part in parts]
         self.model.train()
         for _ in range(self.optim_config.epochs):
@@ -381,18 +381,31 @@ class Trainer:
         completions = [s.completion_ids for s in batch]
         return policy_logprobs(model, contexts, completions, [s.temperatures for s in batch], self.pad_id, **options)
 
+    def _needs_old_logprobs(self, sample: Sample) -> bool:
+        return sample.recompute_old or (self.loss_config.old_logprobs == "recompute" and sample.loss == "ppo")
+
     @torch.no_grad()
     def _with_old_logprobs(self, samples: Sequence[Sample], model: Any) -> list[Sample]:
-        """``samples`` with ``meta["old_logprobs"]``: each ``ppo`` sample's log-probs under the model as it is now."""
+        """``samples`` with ``meta["old_logprobs"]``: the log-probs under the model as it is now of each ``ppo``
+        sample (``loss.old_logprobs: recompute``) and each ``recompute_old`` one, taken in the sample's
+        ``old_context`` (its rollout context for EMPO²'s off-policy samples)."""
         out = list(samples)
-        ppo = [i for i, s in enumerate(samples) if s.loss == "ppo"]
-        for micro in self.micro_batches([samples[i] for i in ppo]):
-            batch = [samples[ppo[j]] for j in micro]
-            logp, _, _ = self._logprobs(model, batch)
+        chosen = [i for i, s in enumerate(samples) if self._needs_old_logprobs(s)]
+        for micro in self.micro_batches([samples[i] for i in chosen]):
+            batch = [samples[chosen[j]] for j in micro]
+            contexts = [
+                s.rollout_context_ids
+                if s.old_context == "rollout" and s.rollout_context_ids is not None
+                else s.context_ids
+                for s in batch
+            ]
+            logp, _, _ = policy_logprobs(
+                model, contexts, [s.completion_ids for s in batch], [s.temperatures for s in batch], self.pad_id
+            )
             for row, j in enumerate(micro):
-                sample = samples[ppo[j]]
+                sample = samples[chosen[j]]
                 old = tuple(float(x) for x in logp[row, : len(sample.completion_ids)].tolist())
-                out[ppo[j]] = attrs.evolve(sample, meta={**sample.meta, "old_logprobs": old})
+                out[chosen[j]] = attrs.evolve(sample, meta={**sample.meta, "old_logprobs": old})
         return out
 
     def _stepped_parameters(self) -> list[torch.nn.Parameter]:

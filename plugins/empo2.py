@@ -51,7 +51,10 @@ do into a policy that needs no memory at evaluation time.
    prompt carries tips gets the context with the memory section (its header and every ``<tip>…</tip>`` line, and
    any other ``<tip>…</tip>`` span) removed, re-rendered with the learner's ``encode``; ``rollout_context_ids``/
    ``rollout_context_text`` keep the prompt it was sampled from, and the behaviour log-probs stay. The PPO ratio
-   is therefore πθ(a | context without tips) / π_old(a | context with tips). The learner's loss should then be
+   is therefore πθ(a | context without tips) / π_old(a | context with tips), also under
+   ``loss.old_logprobs: recompute``: the view sets ``old_context="rollout"``, so the trainer's recompute of π_old
+   runs in the prompt with the tips (before, it ran in the stripped one and the ratio started at 1: plain PPO
+   instead of the distillation). The learner's loss should then be
    set as in the paper (these are ``LossConfig`` keys, ``arena.core.trainer``)::
 
        loss: {clip_low: 0.2, clip_high: 0.3, dual_clip: 10.0, low_prob_mask: token, low_prob_threshold: -5.0}
@@ -593,6 +596,8 @@ class EMPO2:
             context_messages=stripped,
             rollout_context_ids=sample.rollout_context_ids or sample.context_ids,
             rollout_context_text=sample.rollout_context_text or sample.context_text,
+            # π_old of the off-policy ratio is the sampler's, tips in context, also when the trainer recomputes it.
+            old_context="rollout",
             meta={**sample.meta, "empo2_mode": "memory_off"},
         )
 

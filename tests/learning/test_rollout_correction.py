@@ -100,3 +100,60 @@ def test_tis_needs_recomputed_old_logprobs() -> None:
         LossConfig(tis_cap=2.0)
     with pytest.raises(ValueError, match="positive"):
         LossConfig(old_logprobs="recompute", tis_cap=-1.0)
+
+
+def test_recomputed_old_logprobs_of_a_tip_stripped_sample_keep_the_tips(toy) -> None:
+    # Issue 22, defect 2: EMPO²'s off-policy ratio is π_θ(a | no tips) / π_old(a | tips). With old log-probs
+    # recomputed, π_old was taken in the stripped training context, so the first-step ratio was 1: plain PPO.
+    from arena.core.backends.base import ChatMessage, GenerationRequest, Segment
+    from arena.core.backends.hf import HFBackend
+    from arena.core.logprobs import policy_logprobs
+    from arena.core.records import TrialSpec
+    from arena.plugins.empo2 import EMPO2, MEMORY_SECTION
+
+    tokenizer, make = toy
+    model = make()
+    backend = HFBackend(model, tokenizer)
+    trial = TrialSpec(
+        trial_id="t0",
+        arena_id="kuhn_poker",
+        seats=("model:x",),
+        seed=1,
+        options={"empo2": {"p": 1.0, "q": 1.0}},
+        meta={"iteration": 0, "run_seed": 0},
+    )
+    plugin = EMPO2(embed=lambda texts: None)  # type: ignore[arg-type]
+    plugin.trial_start(trial=trial)
+    with_tips = (ChatMessage("user", f"poker\n\n{MEMORY_SECTION}\n<tip>bluff with the jack</tip>\n\nthe card is high"),)
+    request = GenerationRequest(messages=with_tips, segments=(Segment(temperature=1.0),), max_new_tokens=8, seed=3)
+    ((completion,),) = backend.generate([request])
+    sample = Sample(
+        learner="a",
+        trial_id="t0",
+        episode=0,
+        turn=0,
+        agent="player_0",
+        kind="action",
+        context_ids=completion.prompt_token_ids,
+        completion_ids=completion.token_ids,
+        behaviour_logprobs=completion.logprobs,
+        temperatures=completion.temperatures,
+        context_messages=with_tips,
+        advantage=1.0,
+        group_id="g",
+    )
+    view = plugin.training_view(
+        sample=sample, encode=lambda m: tuple(backend.prompt_ids(GenerationRequest(messages=tuple(m))))
+    )
+    assert view is not None and view.context_ids != sample.context_ids
+
+    trainer = Trainer(model, OptimConfig(lr=1e-3), LossConfig(old_logprobs="recompute"))
+    (with_old,) = trainer._with_old_logprobs([view], model)
+    old = torch.tensor(with_old.meta["old_logprobs"])
+    no_tips, _, _ = policy_logprobs(model, [view.context_ids], [view.completion_ids], [view.temperatures])
+    with_tips_lp, _, _ = policy_logprobs(model, [sample.context_ids], [view.completion_ids], [view.temperatures])
+    n = len(view.completion_ids)
+    assert torch.allclose(old, with_tips_lp[0, :n], atol=1e-4)  # π_old with the tips, as sampled
+    assert torch.allclose(old, torch.tensor(sample.behaviour_logprobs), atol=1e-4)
+    first_ratio = (no_tips[0, :n] - old).exp()
+    assert (first_ratio - 1).abs().max() > 1e-2  # π_θ(no tips) / π(tips), not 1
