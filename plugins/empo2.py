@@ -227,6 +227,14 @@ def store_key(trial: TrialSpec, seat: int, agent: str) -> StoreKey:
     return (trial.seats[seat], agent, trial.arena_id, kwargs, int(trial.seed))
 
 
+def recurring_tasks(options: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
+    """The mechanisms ``options`` enable that need a task key to recur across iterations (``task_pool``), for
+    the run set-up's warning (``arena.core.task_recurrence``): the tip memory, read in memory iterations."""
+    if settings(options)["p"] == 0:
+        return []
+    return ["tip memory (per-task stores keyed by the trial seed) reaches only the trials of the same group"]
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Stores
 # --------------------------------------------------------------------------------------------------------------

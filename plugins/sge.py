@@ -35,7 +35,10 @@ strategies rather than of tokens. This plugin adds to the default turn prompt (`
 
    Task key: (learner ``TrialSpec.meta["learner"]``, arena id, trial seed, seat index, seat spec): a trial's
    seed is its task, and both seats of a game may be LLMs (the spec keeps an LLM opponent's strategies, say a
-   snapshot's, out of the learner's buffers). Buffers are filled at ``trial_end`` from every episode of the
+   snapshot's, out of the learner's buffers). A key comes back only when group seeds recur across iterations,
+   i.e. with the run's ``task_pool: N`` (``coding_sge``: 64 tasks, ``kuhn_sge_empo2_mage``: 16 deals' seeds);
+   with ``task_pool: 0`` (a fresh seed per group) no buffer is ever read, and the run set-up logs one warning
+   (``recurring_tasks`` below declares the mechanism to ``arena.core.task_recurrence``). Buffers are filled at ``trial_end`` from every episode of the
    trial. In a training run (``TrialSpec.meta["iteration"]`` set) an episode's sequence becomes visible to draws
    from the next iteration on: the G rollouts of an iteration all see the same buffers, however the engine
    interleaves them, so what a rollout draws depends only on the seeds and the earlier iterations. Without an
@@ -54,7 +57,8 @@ The trainer checkpoints the buffers with ``state_dict()`` (JSON-serialisable) an
 
 Settings come from ``TrialSpec.options["sge"]`` (the learner's ``options``); unknown keys are errors.
 
-Hooks: ``pre_action``, ``trial_end``.
+Hooks: ``pre_action``, ``trial_end``. Also ``recurring_tasks(options)``, not a hook: the run set-up's check that
+strategy reflection can meet a task again (item 3).
 
 | setting | default | meaning |
 | --- | --- | --- |
@@ -239,6 +243,15 @@ def draw_reflection(
     if u < p_negative + p_positive:
         return (POSITIVE, int(rng.integers(successful))) if successful else (NONE, None)
     return NONE, None
+
+
+def recurring_tasks(options: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
+    """The mechanisms ``options`` enable that need a task key to recur across iterations (``task_pool``), for
+    the run set-up's warning (``arena.core.task_recurrence``): strategy reflection, unless it is off."""
+    opts = settings(options)
+    if not opts["reflection"] or opts["p_negative"] + opts["p_positive"] == 0:
+        return []
+    return ["strategy reflection (per-task buffers keyed by the trial seed, read from the next iteration on)"]
 
 
 def task_key(trial: TrialSpec, seat: int) -> TaskKey:
