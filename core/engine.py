@@ -457,7 +457,7 @@ class RolloutEngine:
 
     def _plan(
         self, turn: Turn
-    ) -> tuple[list[MemoryItem], list[str], tuple[Segment, ...], int, dict[str, dict[str, Any]]]:
+    ) -> tuple[list[MemoryItem], list[str], tuple[Segment, ...], int, dict[str, dict[str, Any]], bool]:
         memories = [item for _, items in self.plugins.call("retrieve_memory", turn=turn) for item in items]
         plans: list[tuple[str, ActionPlan]] = self.plugins.call("pre_action", turn=turn)
         prompt_cfg = self.config.prompt
@@ -478,7 +478,8 @@ class RolloutEngine:
             if plan.max_new_tokens is not None:
                 max_new_tokens = plan.max_new_tokens
         metas = {plan.source or name: dict(plan.meta) for name, plan in plans if plan.meta}
-        return memories, [plan.instructions for _, plan in plans], segments, max_new_tokens, metas
+        recompute_old = any(plan.recompute_old for _, plan in plans)
+        return memories, [plan.instructions for _, plan in plans], segments, max_new_tokens, metas, recompute_old
 
     async def _llm_decisions(
         self,
@@ -507,7 +508,7 @@ class RolloutEngine:
             items: list[tuple[Backend, GenerationRequest]] = []
             prompts = {}
             for i in open_slots:
-                turn, (memories, instructions, segments, max_new, _) = turns[i], plans[i]
+                turn, (memories, instructions, segments, max_new, _, _) = turns[i], plans[i]
                 attempts[i] += 1
                 messages = build_turn_prompt(turn, memories, instructions, self.config.prompt, notes[i])
                 prompts[i] = messages
@@ -548,7 +549,9 @@ class RolloutEngine:
                     continue
                 results[i] = self._answer_decision(state, turn, prompts[i], completion, attempts[i], None, error)
         return [
-            attrs.evolve(r, step=attrs.evolve(r.step, plans=plans[i][4])) if plans[i][4] else r
+            attrs.evolve(r, step=attrs.evolve(r.step, plans=plans[i][4], recompute_old=plans[i][5]))
+            if plans[i][4] or plans[i][5]
+            else r
             for i, r in enumerate(results)
             if r is not None
         ]

@@ -60,6 +60,7 @@ def trial_samples(
                         anchor=f"{step.observation}\x1f{opponent}",
                         opponent=opponent,
                         reward_terms=terms,
+                        recompute_old=step.recompute_old,
                         meta={
                             "arena": spec.arena_id,
                             "episode_return": final,

@@ -65,6 +65,8 @@ class Step:
     completion: Completion | None = None
     #: ``ActionPlan.meta`` of the plugins that planned this turn, by plugin (SGE: which reflection was drawn).
     plans: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    #: A plan said the answer was not sampled from the policy alone (``ActionPlan.recompute_old``).
+    recompute_old: bool = False
 
     @property
     def invalid_answers(self) -> int:
@@ -141,6 +143,10 @@ class ActionPlan:
     max_new_tokens: int | None = None
     source: str = ""
     meta: dict[str, Any] = attrs.field(factory=dict)
+    #: The turn's tokens are not drawn from the policy alone (MENTOR's guided segment samples a policy/expert
+    #: mixture), so their behaviour log-probs are no π_old: the trainer recomputes π_old with the policy before
+    #: the update (``Sample.recompute_old``), as MENTOR's code does.
+    recompute_old: bool = False
 
 
 @attrs.frozen

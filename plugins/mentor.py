@@ -49,6 +49,7 @@ Hooks:
 | ``std_norm`` | ``true`` | divide on-policy advantages by the on-policy std (as GRPO's switch) |
 | ``eps`` | ``1e-6`` | added to that std |
 | ``unbiased_std`` | ``true`` | Bessel-corrected std, as ``grpo`` |
+| ``old_logprobs`` | ``"policy"`` | π_old of guided tokens: ``policy`` (recomputed, [C]) or ``mixture`` (ablation: log π_mix) |
 
 Decisions and differences from the paper and its code:
 
@@ -63,9 +64,12 @@ Decisions and differences from the paper and its code:
   expert verifies in vLLM); both draw from π_mix. Each model's distribution is taken at the segment's temperature
   after its own top-p nucleus, then mixed; ``H_t`` is the entropy of the policy's sampling distribution, as in the
   code (entropy of vLLM's draft probabilities).
-* **Old log-probs**: the code recomputes "old" log-probs with the policy before the update, so the PPO ratio of a
-  mixed token starts at 1. Here the trainer uses the behaviour log-probs, ``log π_mix``, so the ratio is
-  π_θ/π_mix: importance-corrected, and clipped like any other sample.
+* **Old log-probs** (``old_logprobs: policy``, the default since issue 22): as in the code, π_old of a guided
+  turn is recomputed by the policy before the update (``ActionPlan.recompute_old`` → ``Sample.recompute_old``,
+  whatever ``loss.old_logprobs`` says), so the PPO ratio of a mixed token starts at 1 and an expert-chosen token
+  the policy finds unlikely gets its full gradient. Until issue 22 the trainer used the behaviour log-probs,
+  ``log π_mix``: the ratio π_θ/π_mix at such a token is far below 1, which scaled its gradient down and, for
+  negative advantages, clipped it. ``old_logprobs: mixture`` keeps that as an ablation.
 * **γ** uses the entropies recorded while sampling (``Completion.entropies``) rather than a recomputation before
   the update; the policy is the same, so the values agree up to the top-p truncation (none at top-p 1). Only
   the learner's action tokens count (not reflections).
@@ -110,7 +114,9 @@ DEFAULTS: Mapping[str, Any] = {
     "std_norm": True,
     "eps": 1e-6,
     "unbiased_std": True,
+    "old_logprobs": "policy",
 }
+OLD_LOGPROBS = ("policy", "mixture")
 
 
 def settings(options: Mapping[str, Mapping[str, Any]] | None, need_expert: bool = True) -> dict[str, Any]:
@@ -136,6 +142,10 @@ def settings(options: Mapping[str, Mapping[str, Any]] | None, need_expert: bool 
         raise ConfigError(f"plugin {NAME!r}: temperature must be > 0 (or 0: the turn's own), got {opts['temperature']}")
     if not 0.0 <= opts["top_p"] <= 1.0:
         raise ConfigError(f"plugin {NAME!r}: top_p must be in (0, 1] (or 0: the turn's own), got {opts['top_p']}")
+    if opts["old_logprobs"] not in OLD_LOGPROBS:
+        raise ConfigError(
+            f"plugin {NAME!r}: old_logprobs must be one of {', '.join(OLD_LOGPROBS)}, got {opts['old_logprobs']!r}"
+        )
     return opts
 
 
@@ -285,7 +295,11 @@ class Mentor:
             top_p=opts["top_p"] or default.top_p,
             guide=Guide(opts["expert"], gamma),
         )
-        return ActionPlan(segments=(segment,), source=NAME, meta=meta)
+        # π_old of the guided tokens is the policy's, recomputed before the update (the code): against log π_mix
+        # the first-step ratio π_θ/π_mix of an expert-chosen token is far below 1, which scales its gradient down
+        # (and clips the tokens the policy already likes), muting what MENTOR exists to teach.
+        recompute = opts["old_logprobs"] == "policy"
+        return ActionPlan(segments=(segment,), source=NAME, meta=meta, recompute_old=recompute)
 
     @hookimpl
     def trial_end(self, trial: TrialRecord) -> None:

@@ -559,3 +559,32 @@ def test_two_iterations_through_the_engine(backend: HFBackend, expert_dir: Path)
         assert torch.allclose(torch.tensor(s.behaviour_logprobs, dtype=torch.float64), expected, atol=1e-4)
     advantages = plugin.compute_advantages(second, options)
     assert all(a >= 0 for a, s in zip(advantages, second, strict=True) if s.meta["plans"]["mentor"]["mixed"])
+    # Issue 22, defect 4: PPO's π_old of a guided turn is the policy's, recomputed before the update (the code),
+    # not log π_mix: the first-step ratio π_θ/π_mix at an expert-chosen token is far below 1, which scaled its
+    # gradient down and, with a negative advantage, clipped it.
+    import copy
+
+    from arena.core.logprobs import policy_logprobs
+    from arena.core.trainer import LossConfig, OptimConfig, Trainer
+
+    assert all(s.recompute_old for s in guided)
+    assert not any(s.recompute_old for s in second if not s.meta["plans"]["mentor"]["guided"])
+    model = copy.deepcopy(backend.model)
+    trainer = Trainer(model, OptimConfig(lr=1e-3), LossConfig())  # loss.old_logprobs: behaviour (the default)
+    gaps = []
+    for s in trainer._with_old_logprobs(guided, model):
+        own, _, _ = policy_logprobs(backend.model, [s.context_ids], [s.completion_ids], [s.temperatures])
+        old = torch.tensor(s.meta["old_logprobs"])
+        assert torch.allclose(old, own[0, : len(s.completion_ids)], atol=1e-4)
+        gaps.append(float((old - torch.tensor(s.behaviour_logprobs)).abs().max()))
+    assert max(gaps) > 0.05  # the mixture really differs from the policy at some token
+    metrics = trainer.update([attrs.evolve(s, advantage=-1.0) for s in guided])
+    assert metrics["train/clip_fraction"] == 0.0  # every ratio starts at 1: nothing clipped before the first step
+    # The ablation (old_logprobs: mixture, the behaviour before the fix) trains against log π_mix: clipped at once.
+    ablation = Trainer(copy.deepcopy(backend.model), OptimConfig(lr=1e-3), LossConfig())
+    against_mixture = ablation.update([attrs.evolve(s, advantage=-1.0, recompute_old=False) for s in guided])
+    assert against_mixture["train/clip_fraction"] > 0.0
+    print(
+        f"guided tokens, A = -1: clip fraction {metrics['train/clip_fraction']:.3f} against the recomputed π_old, "
+        f"{against_mixture['train/clip_fraction']:.3f} against log π_mix; max |log π_old - log π_mix| {max(gaps):.3f}"
+    )
