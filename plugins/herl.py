@@ -16,7 +16,12 @@ satisfied), HeRL shows the policy what it got right and wrong in hindsight and a
    revision prompt (``train_context: revision``, the authors' code) or as the answer to the original prompt
    (``original``), with the shaped loss −A·r/(r+γ), r = π_θ/π_old in the same context, no clip
    (``loss: shaped_ratio``, γ in ``meta["shaped_gamma"]``). Other samples keep PPO-clip; the advantage estimator
-   (GRPO) sees the injected sample inside its group.
+   (GRPO) sees the injected sample inside its group. As in the authors' code (π_old recomputed over the final
+   batch at the rollout temperature), the injected revision is scored at the policy's sampling temperature (the
+   replaced rollout's; T 1 in the shipped configs), not at the revision's T 0.3, and its π_old is recomputed by
+   the policy in the training context before the update (``Sample.recompute_old``), whatever
+   ``loss.old_logprobs`` says. Before issue 22 the trainer used the revision's behaviour log-probs: T 0.3, and
+   with ``train_context: original`` taken in the revision prompt.
 
 Hooks: ``augment_group``. Works on arenas whose ``episode_details`` report ``rubrics`` (``instruct``; ``coding``
 turns each hidden test into a rubric) and ``task_text``; an arena without rubrics can still use the
@@ -137,6 +142,17 @@ def choose_injection(best: float, revisions: list[tuple[int, ScoredAnswer]]) -> 
     return tied[0] if tied else None
 
 
+def scored_like_the_policy(injected: Sample, replaced: Sample) -> Sample:
+    """The injected revision as the authors' code trains it: log-probs at the policy's sampling temperature (the
+    replaced rollout's, T 1 in the shipped configs) rather than the revision's T 0.3, and π_old recomputed by the
+    policy in the training context (the revision prompt, or the original one with ``train_context: original``)
+    before the update. The revision's behaviour log-probs (T 0.3, revision prompt) stay for the dumps only."""
+    temperature = replaced.temperatures[0] if replaced.temperatures else 1.0
+    return attrs.evolve(
+        injected, temperatures=(temperature,) * len(injected.completion_ids), recompute_old=True, old_context="train"
+    )
+
+
 def finish_group(
     group: tuple[Sample, ...],
     answers: tuple[tuple[ScoredAnswer, ...], ...],
@@ -169,17 +185,24 @@ def finish_group(
     context = "request" if opts["train_context"] == "revision" else "original"
     if pick is not None:
         candidate, answer = pick
-        injected = answer_sample(
-            answer,
+        injected = scored_like_the_policy(
+            answer_sample(
+                answer,
+                out[slot],
+                kind="action",
+                loss="shaped_ratio",
+                context=context,
+                meta={
+                    "injected": "herl",
+                    "shaped_gamma": opts["gamma"],
+                    "herl": {
+                        "revision_of": group[candidate].trial_id,
+                        "fallback": False,
+                        "replaced": group[slot].trial_id,
+                    },
+                },
+            ),
             out[slot],
-            kind="action",
-            loss="shaped_ratio",
-            context=context,
-            meta={
-                "injected": "herl",
-                "shaped_gamma": opts["gamma"],
-                "herl": {"revision_of": group[candidate].trial_id, "fallback": False, "replaced": group[slot].trial_id},
-            },
         )
         stats["injected_revisions"] = 1.0
     else:

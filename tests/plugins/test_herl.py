@@ -66,7 +66,10 @@ def test_bonus_only_on_candidates_and_better_revision_injected() -> None:
     assert inj.completion_text == "a revised note" and inj.loss == "shaped_ratio"
     assert inj.meta["shaped_gamma"] == 1.0 and inj.reward_terms == {"env": 1.0}
     assert inj.context_ids == (7, 8, 9) and inj.context_text == "REVISION PROMPT"  # train_context: revision
-    assert inj.temperatures == (0.3, 0.3, 0.3)
+    # Issue 22, defect 5: trained as the authors' code does, at the policy's sampling temperature (the replaced
+    # rollout's T 1, not the revision's T 0.3) against a π_old the policy recomputes in the training context.
+    assert inj.temperatures == (1.0, 1.0, 1.0)
+    assert inj.recompute_old and inj.old_context == "train"
     slot = inj.trial_id
     # bonus terms: α·(R' − R) on the candidates still in the group, on nobody else
     for trial, expected in (("g0-t1", 0.05 * (1.0 - 2 / 3)), ("g0-t2", 0.05 * (1 / 3 - 2 / 3))):
@@ -108,6 +111,8 @@ def test_original_train_context_keeps_the_task_prompt() -> None:
     inj = next(s for s in result.group if s.meta.get("injected"))
     assert inj.context_ids == (1, 2, 3) and inj.rollout_context_ids == (7, 8, 9)
     assert inj.rollout_context_text == "REVISION PROMPT" and inj.meta["shaped_gamma"] == 0.1
+    # π_old from the original prompt (the training context) at T 1, not from the revision prompt at T 0.3.
+    assert inj.recompute_old and inj.old_context == "train" and inj.temperatures == (1.0, 1.0)
 
 
 def test_all_empty_revisions_leave_the_group_unchanged_with_a_warning() -> None:
