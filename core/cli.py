@@ -1,7 +1,8 @@
 """The ``arena`` command line.
 
-Errors a user can cause (``ArenaError``) print one line, ``error: ...``, and exit with status 2; no
-traceback. Run with ``-v`` to see tracebacks of unexpected failures.
+Errors a user can cause (``ArenaError``) and I/O errors (``OSError``: a full disk, a permission; the path
+and the cause) print one line, ``error: ...``, and exit with status 2; no traceback. Run with ``-v`` to see
+tracebacks of unexpected failures.
 """
 
 from __future__ import annotations
@@ -192,12 +193,20 @@ def play_cmd(
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Run directory (default: runs/NAME-TIME).")
 @click.option("--resume", type=click.Path(path_type=Path), default=None, help="Continue the run in this directory.")
 @click.option("--dump-rollouts", is_flag=True, help="Write rollouts/iter_NNNNN.jsonl with every sample.")
+@click.option("--overwrite", is_flag=True, help="Start over in an --out directory that already holds a run.")
 def train_cmd(
-    overrides: tuple[str, ...], config_path: str | None, out: Path | None, resume: Path | None, dump_rollouts: bool
+    overrides: tuple[str, ...],
+    config_path: str | None,
+    out: Path | None,
+    resume: Path | None,
+    dump_rollouts: bool,
+    overwrite: bool,
 ) -> None:
     """Train a population: learners against a pool of opponents (and each other).
 
-    KEY=VALUE arguments override config keys."""
+    KEY=VALUE arguments override config keys. A fresh run into a directory that already holds one is refused
+    unless --resume DIR (continue it) or --overwrite (start over)."""
+    from arena.core import rundir
     from arena.core.train import Run, default_out_dir
     from arena.core.train_config import TrainConfig
 
@@ -212,8 +221,15 @@ def train_cmd(
         out_dir = out or default_out_dir(config_path)
     else:
         raise ArenaError("give a run config (arena train --population CONFIG) or a run to continue (--resume DIR)")
+    rundir.check_out_dir(out_dir)  # before the models load: a bad --out is one line, at once
+    existing = rundir.holds_run(out_dir)
+    if resume is None and existing and not overwrite:
+        raise ArenaError(
+            f"{out_dir} already holds a run ({', '.join(existing)}); continue it with --resume {out_dir}, "
+            "or start over with --overwrite"
+        )
     run = Run(config, out_dir, dump_rollouts=dump_rollouts)
-    click.echo(str(run.run(resume=resume is not None)))
+    click.echo(str(run.run(resume=resume is not None, overwrite=overwrite)))
 
 
 @cli.command("eval")
@@ -573,6 +589,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if verbose:
             raise
         click.echo(f"error: {exc}", err=True)
+        return EXIT_USER_ERROR
+    except OSError as exc:  # a full disk, a permission, a vanished file: the path and the cause, one line
+        if verbose:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"error: {where}{exc.strerror or ' '.join(str(exc).split())}", err=True)
         return EXIT_USER_ERROR
     except click.exceptions.Abort:
         click.echo("aborted", err=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import structlog
 import torch
 from tqdm import tqdm
 
@@ -33,6 +34,8 @@ from arena.core.plugins import PluginSet
 from arena.core.records import TrialRecord, TrialSpec
 from arena.core.seats import BackendPool, check_opponent, parse_seat
 from arena.core.train_config import LearnerConfig, TrainConfig
+
+log = structlog.get_logger("arena.eval")
 
 DEFAULT_GAMES = 200
 DEFAULT_POLICY_SAMPLES = 64
@@ -73,22 +76,39 @@ def open_run(run_dir: Path, learner: str | None = None, checkpoint: Path | None 
         raise ArenaError(f"unknown learner {name!r} in {run_dir}; the run's learners: {', '.join(names)}")
     learner_cfg = config.learners[names.index(name)]
     if checkpoint is None:
-        chosen = ck.latest_checkpoint(run_dir)
-        if chosen is None:
+        # The newest checkpoint that verifies (manifest, parse, finite values); damaged newer ones are skipped.
+        if not ck.checkpoint_dirs(run_dir):
             raise ArenaError(f"run {run_dir} has no checkpoint yet (nothing under {run_dir / ck.CHECKPOINTS})")
+        try:
+            found, _, state, damaged = ck.newest_intact(run_dir)
+        except ck.CheckpointFormatError as exc:
+            raise ArenaError(str(exc)) from None
+        if found is None:
+            raise ArenaError(f"no intact checkpoint in {run_dir / ck.CHECKPOINTS}: {ck.describe_damage(damaged)}")
+        chosen = found
+        if damaged:
+            log.warning(f"checkpoint: {ck.describe_damage(damaged)}; using {chosen.name}", using=chosen.name)
     else:
         chosen = Path(checkpoint)
         if not chosen.is_dir() and (run_dir / ck.CHECKPOINTS / chosen).is_dir():
             chosen = run_dir / ck.CHECKPOINTS / chosen
-        if not (chosen / "state.json").is_file():
+        looks_like = chosen.is_dir() and (ck.step_of_or_none(chosen) is not None or (chosen / "state.json").exists())
+        if not looks_like:
             present = ", ".join(p.name for p in ck.checkpoint_dirs(run_dir)) or "none"
             raise ArenaError(f"{checkpoint} is not a checkpoint directory; checkpoints of this run: {present}")
+        try:
+            _, state = ck.load_checkpoint(chosen)
+        except ck.CheckpointFormatError as exc:
+            raise ArenaError(str(exc)) from None
+        except ck.DamagedCheckpoint as exc:
+            present = ", ".join(p.name for p in ck.checkpoint_dirs(run_dir)) or "none"
+            raise ArenaError(
+                f"checkpoint {chosen} is damaged: {exc.reason}; checkpoints of this run: {present}"
+            ) from None
     try:
         model_dir = ck.learner_model_dir(chosen, name)
     except (FileNotFoundError, ck.CheckpointFormatError) as exc:
         raise ArenaError(str(exc)) from None
-    # The weights come back too; only the state is kept (the backend loads the weights from model_dir).
-    _, state = ck.load_checkpoint(chosen)
     backend, _ = BackendPool.resolve(parse_seat(learner_cfg.seat_spec))
     return RunInfo(
         run_dir=run_dir,

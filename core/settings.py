@@ -45,6 +45,12 @@ class PromptConfig:
     top_p: float = 1.0
     system: str = ""
 
+    def __attrs_post_init__(self) -> None:
+        if not 0 <= self.temperature < float("inf"):  # NaN fails too
+            raise ValueError(f"temperature must be a finite number of at least 0 (0: greedy), got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+
 
 @attrs.frozen
 class TrialConfig:

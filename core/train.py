@@ -43,7 +43,7 @@ import yaml
 from tqdm import tqdm
 
 from arena import arenas
-from arena.core import catalog
+from arena.core import catalog, rundir
 from arena.core import checkpoint as ck
 from arena.core import dynamic_sampling as ds
 from arena.core.augment import Augmentation, GroupTask, ScoredAnswer, augmentable_groups
@@ -327,6 +327,10 @@ class Run:
         self.out_dir = Path(out_dir)
         self.dump_rollouts = dump_rollouts
         self.progress = progress
+        # One warning line when a per-task mechanism (SGE's reflection, EMPO²'s memory) can never meet its task.
+        from arena.core.task_recurrence import warn_unreachable
+
+        warn_unreachable(config, log)
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
         random.seed(config.seed)
@@ -413,7 +417,7 @@ class Run:
         path = self.out_dir / "population.json"
         tmp = path.with_suffix(".json.tmp")
         summary = {"iteration": self.iteration, **self.population.summary(), "ratings": self.population.ratings_table()}
-        tmp.write_text(json.dumps(summary, indent=2, default=str))
+        tmp.write_text(json.dumps(rundir.portable(summary, self.out_dir), indent=2, default=str))
         os.replace(tmp, path)
 
     # -- checkpoints --------------------------------------------------------------------------------------
@@ -449,25 +453,45 @@ class Run:
             self.out_dir,
             self.iteration,
             {learner.name: learner.model.state_dict() for learner in self.learners},
-            state,
+            rundir.portable(state, self.out_dir),  # snapshot paths relative to the run: a moved run resumes
             keep=self.config.checkpoint.keep,
             model_files={learner.name: learner.write_model_files for learner in self.learners},
         )
         self.dist.barrier()
 
-    def load(self, path: Path) -> None:
+    #: Top-level keys every checkpoint of a run has; one without them is damaged.
+    STATE_KEYS = ("iteration", "learners", "population", "rng")
+
+    def load(self, path: Path, contents: tuple[dict[str, Any], dict[str, Any]] | None = None) -> None:
+        """Restore the run from checkpoint ``path`` (``contents``: what ``ck.load_checkpoint`` already read).
+
+        Raises ``ck.DamagedCheckpoint`` when the checkpoint does not fit this run: no weights or state for a
+        learner, weights or optimizer state of another shape (``resume`` then tries the next older one).
+        """
         try:
-            models, state = ck.load_checkpoint(path)
+            models, state = contents if contents is not None else ck.load_checkpoint(path, self.STATE_KEYS)
         except ck.CheckpointFormatError as exc:
             raise ArenaError(str(exc)) from None
+        state = rundir.localize(state, self.out_dir)
+        saved = state["learners"] if isinstance(state["learners"], dict) else {}
+        for learner in self.learners:
+            if learner.name not in models:
+                raise ck.DamagedCheckpoint(path, f"no weights for learner {learner.name!r}")
+            if not isinstance(saved.get(learner.name), dict) or "trainer" not in saved[learner.name]:
+                raise ck.DamagedCheckpoint(path, f"state.json has no trainer state for learner {learner.name!r}")
+        try:
+            self._restore(models, state)
+        except (KeyError, ValueError, TypeError, IndexError, RuntimeError) as exc:
+            reason = " ".join(str(exc).split())[:200]
+            raise ck.DamagedCheckpoint(path, f"does not restore ({type(exc).__name__}: {reason})") from None
+
+    def _restore(self, models: Mapping[str, Any], state: dict[str, Any]) -> None:
         ranks = state.get("ranks") or []
         mine = ranks[self.dist.rank] if len(ranks) == self.dist.world else None
         if ranks and mine is None:
             log.warning("checkpoint of a run with another process count: every process resumes rank 0's "
                         "plugin and RNG state", saved=len(ranks), now=self.dist.world)  # fmt: skip
         for learner in self.learners:
-            if learner.name not in models:
-                raise ArenaError(f"checkpoint {path} has no weights for learner {learner.name!r}")
             learner.model.load_state_dict(models[learner.name], strict=False)
             saved = state["learners"][learner.name]
             learner.trainer.load_state_dict(saved["trainer"])
@@ -481,10 +505,48 @@ class Run:
             self.outcomes_seen[name] = {(str(a), str(b)) for a, b in pairs}
         ck.set_rng_state(mine["rng"] if mine is not None else state["rng"])
         self.iteration = int(state["iteration"])
-        metrics = self.out_dir / "metrics.jsonl"
-        if self.dist.is_main and metrics.exists():  # lines written after the checkpoint are replayed by the resumed run
-            kept = [line for line in metrics.read_text().splitlines() if json.loads(line)["iteration"] < self.iteration]
-            metrics.write_text("".join(line + "\n" for line in kept))
+        if self.dist.is_main:  # lines written after the checkpoint are replayed by the resumed run
+            rundir.cut_metrics(self.out_dir / "metrics.jsonl", self.iteration)
+
+    def resume(self) -> Path | None:
+        """Continue from the newest intact checkpoint; returns it (None: no checkpoint yet, start over).
+
+        Damaged newer checkpoints are skipped, said in one log line (which, why, and which one is used), and set
+        aside as ``step-N.damaged`` (kept, never deleted). With checkpoints but none intact: one ``ArenaError``.
+        ``metrics.jsonl`` is cut back to the resumed iteration in every case.
+        """
+        damaged: list[ck.DamagedCheckpoint] = []
+        moved: list[str] = []
+        used = None
+        for candidate in reversed(ck.checkpoint_dirs(self.out_dir)):
+            try:
+                contents = ck.load_checkpoint(candidate, self.STATE_KEYS)
+                self.load(candidate, contents)
+            except ck.DamagedCheckpoint as exc:
+                damaged.append(exc)
+                continue
+            used = candidate
+            break
+        if self.dist.is_main:
+            moved = [ck.set_aside(d.path).name for d in damaged]
+            if used is None:
+                rundir.cut_metrics(self.out_dir / "metrics.jsonl", 0)
+        if damaged and used is None:
+            raise ArenaError(
+                f"no intact checkpoint in {self.out_dir / ck.CHECKPOINTS}: {ck.describe_damage(damaged)} "
+                f"(kept as {', '.join(moved) or 'step-N.damaged'}); "
+                "start over with --overwrite"
+            )
+        if damaged:
+            log.warning(
+                f"checkpoint: {ck.describe_damage(damaged)}; resuming from {used.name if used else None}",
+                damaged=[d.path.name for d in damaged],
+                kept_as=moved or None,
+                using=used.name if used else None,
+            )
+        elif used is not None and ck.is_legacy(used):
+            log.info(f"checkpoint: {used.name} has no manifest (older arena): checked without checksums")
+        return used
 
     def snapshot(self, learner_name: str) -> str:
         """Freeze ``learner_name``'s current weights into ``snapshots/`` and return the seat spec that plays them."""
@@ -494,8 +556,12 @@ class Run:
             tmp = folder.with_name(folder.name + ".tmp")
             if tmp.exists():
                 shutil.rmtree(tmp)
-            learner.save_model(tmp)
-            os.replace(tmp, folder)
+            try:
+                learner.save_model(tmp)
+                os.replace(tmp, folder)
+            except BaseException:  # a full disk or a kill: no half-written snapshot left behind
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
         self.dist.barrier()  # the other processes load the snapshot as an opponent
         backend = parse_seat(learner.seat_spec).backend
         return f"model:{folder.resolve()}" + (f"@{backend}" if backend else "")
@@ -917,12 +983,39 @@ class Run:
         if diverged:
             raise ArenaError(f"the processes' weights of learner(s) {diverged} differ; see processes.json")
 
-    def run(self, resume: bool = False) -> Path:
+    def run(self, resume: bool = False, overwrite: bool = False) -> Path:
+        """Train to ``config.iterations``; ``resume`` continues the run in ``out_dir``, ``overwrite`` starts it over.
+
+        The main process holds the run directory's lock throughout (``rundir.RunLock``: a second writer is
+        refused). A fresh run into a directory that holds a run is refused unless ``overwrite``. A failed write
+        (full disk, permissions) ends the run with one ``ArenaError`` naming the path and the cause.
+        """
+        lock = None
+        rundir.check_out_dir(self.out_dir)
+        existing = rundir.holds_run(self.out_dir)
+        if existing and not resume and not overwrite:
+            raise ArenaError(
+                f"{self.out_dir} already holds a run ({', '.join(existing)}); continue it with --resume "
+                f"{self.out_dir}, or start over with --overwrite"
+            )
+        if self.dist.is_main:
+            lock = rundir.RunLock(self.out_dir)
+        try:
+            if existing and overwrite and not resume and self.dist.is_main:
+                rundir.clear_run(self.out_dir)
+                log.info("run: --overwrite: the old run's files were removed", out=str(self.out_dir))
+            return self._run(resume)
+        except OSError as exc:
+            where = exc.filename or self.out_dir
+            raise ArenaError(f"cannot write {where}: {ck.io_cause(exc)}; the run stopped") from None
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _run(self, resume: bool) -> Path:
         self.prepare_dir()
         if resume:
-            latest = ck.latest_checkpoint(self.out_dir)
-            if latest is not None:
-                self.load(latest)
+            self.resume()
         if self.iteration == 0:
             start = self.evaluate("it0")
             self.write_metrics({"iteration": -1, **start})

@@ -69,6 +69,11 @@ def _non_negative_float(instance: Any, attribute: attrs.Attribute[Any], value: f
         raise ValueError(f"{attribute.name} must be at least 0, got {value}")
 
 
+def _some_learner(instance: Any, attribute: attrs.Attribute[Any], value: list[Any]) -> None:
+    if not value:
+        raise ValueError("learners is empty; a run trains at least one learner (name, model, plugins)")
+
+
 @attrs.frozen
 class DynamicSamplingConfig:
     """DAPO's dynamic sampling (Yu et al. 2025, arXiv 2503.14476, section 3.2), per learner; off by default.
@@ -95,7 +100,7 @@ class TrainConfig:
 
     arena: str
     opponents: list[OpponentEntry]
-    learners: list[LearnerConfig] = attrs.field(factory=lambda: [LearnerConfig()])
+    learners: list[LearnerConfig] = attrs.field(factory=lambda: [LearnerConfig()], validator=_some_learner)
     #: Opponents held out of training, for ``arena eval --opponents unseen`` (MAGE: CFR for Kuhn, MCTS-1000).
     unseen: list[str] = attrs.field(factory=list)
     arena_kwargs: dict[str, Any] = attrs.field(factory=dict)

@@ -12,7 +12,9 @@ tokens whose gradients accumulate. Each sample's loss follows its ``Sample.loss`
 plus k3 KL to the frozen reference (``kl_coef``) and an entropy bonus (``entropy_coef``). Log-probs are
 recomputed with each token's sampling temperature. Aggregation weights are computed once per minibatch, so the
 result does not depend on how it is cut into micro-batches. A non-finite loss or gradient skips the step and
-says so in the metrics. With several processes (``dist.world > 1``) the weights are normalised over the union of
+says so in the metrics (``train/skipped_steps``, ``train/nonfinite_steps`` in all); ``optim.max_nonfinite_steps``
+of them in a row, or a parameter that is non-finite after a step, stop the run (``NonFiniteError``) before the
+NaNs reach a checkpoint. With several processes (``dist.world > 1``) the weights are normalised over the union of
 the processes' minibatches and the gradients are summed once per optimizer step (``update``).
 """
 
@@ -36,6 +38,10 @@ from arena.core.models.held import WeightHold
 from arena.core.samples import Sample
 
 Aggregation = Literal["token_mean", "seq_mean_token_mean", "seq_sum"]
+
+
+class NonFiniteError(ArenaError):
+    """Training produced NaN or inf where it must not: the run stops rather than checkpoint them."""
 
 
 @attrs.frozen
@@ -68,6 +74,14 @@ class LossConfig:
     tis_cap: float | None = None
 
     def __attrs_post_init__(self) -> None:
+        for name in ("clip_low", "clip_high", "kl_coef", "sft_coef"):
+            _require(self, name, lambda v: 0 <= v < math.inf, "a finite number of at least 0")
+        _require(self, "entropy_coef", math.isfinite, "a finite number")
+        _require(self, "low_prob_threshold", lambda v: v < math.inf and not math.isnan(v), "a number (log-prob)")
+        for name in ("shaped_ratio_gamma", "shaped_prob_gamma", "dpo_beta"):
+            _require(self, name, lambda v: 0 < v < math.inf, "a finite number above 0")
+        _require(self, "dual_clip", lambda v: v is None or 1 < v < math.inf, "null or a finite number above 1")
+        _require(self, "seq_sum_constant", lambda v: v is None or v >= 1, "null or at least 1")
         if self.tis_cap is not None and self.old_logprobs != "recompute":
             raise ValueError("loss.tis_cap needs loss.old_logprobs: recompute (the weight compares the two)")
         if self.tis_cap is not None and self.tis_cap <= 0:
@@ -94,6 +108,26 @@ class OptimConfig:
     #: weights (``arena.core.master_weights``); false steps the low-precision weights directly, where updates
     #: smaller than their rounding step are lost. No effect on float32 models.
     master_weights: bool = True
+    #: Optimizer steps in a row skipped for a non-finite loss or gradient before the run stops (``NonFiniteError``).
+    max_nonfinite_steps: int = 5
+
+    def __attrs_post_init__(self) -> None:
+        _require(self, "lr", lambda v: 0 <= v < math.inf, "a finite number of at least 0")
+        _require(self, "weight_decay", lambda v: 0 <= v < math.inf, "a finite number of at least 0")
+        _require(self, "eps", lambda v: 0 < v < math.inf, "a finite number above 0")
+        _require(self, "grad_clip", lambda v: 0 < v < math.inf, "a finite number above 0 (the gradient norm's cap)")
+        _require(self, "betas", lambda v: len(v) == 2 and all(0 <= b < 1 for b in v), "two numbers in [0, 1)")
+        for name in ("epochs", "minibatches", "micro_batch_tokens", "max_nonfinite_steps"):
+            _require(self, name, lambda v: v >= 1, "at least 1")
+        for name in ("warmup_steps", "total_steps"):
+            _require(self, name, lambda v: v >= 0, "at least 0")
+
+
+def _require(config: Any, name: str, ok: Callable[[Any], bool], what: str) -> None:
+    """``ValueError("grad_clip must be ..., got -1.0")`` unless ``ok(value)``; NaN fails every comparison."""
+    value = getattr(config, name)
+    if not ok(value):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
 
 
 def _schedule(config: OptimConfig) -> Any:
@@ -177,6 +211,9 @@ class Trainer:
         self.scheduler = self.accelerator.prepare_scheduler(scheduler) if self.dist.world == 1 else scheduler
         self.reference: torch.nn.Module | None = None  # built lazily: only KL and DPO need it
         self.steps = 0
+        #: Steps skipped for a non-finite loss or gradient: in all, and in a row (``optim.max_nonfinite_steps``).
+        self.nonfinite_total = 0
+        self.nonfinite_in_a_row = 0
         #: ``f(samples, advantages, entropy, mask) -> [B, T] tensor | None``, per micro-batch: advantages that
         #: depend on the current policy (EntropyAdv); the run wires the ``shape_token_advantages`` hook here.
         self.shape_token_advantages: Callable[..., torch.Tensor | None] | None = None
@@ -346,13 +383,16 @@ class Trainer:
                         self.hold.restore()
                     if self.master is not None:
                         self.master.write_to_model()
+                    self._check_parameters()
                     self.scheduler.step()
                     self.steps += 1
+                    self.nonfinite_in_a_row = 0
                     for key, value in (("train/grad_norm", grad_norm), ("train/loss", step_loss)):
                         sums[key] = sums.get(key, 0.0) + value
                         counts[key] = counts.get(key, 0) + 1
                 else:
                     skipped += 1
+                    self._count_nonfinite()
                 self.optimizer.zero_grad(set_to_none=True)
         seconds = time.perf_counter() - started
         n_samples = len(samples)
@@ -364,6 +404,7 @@ class Trainer:
                 "train/samples": float(n_samples),
                 "train/tokens": float(tokens),
                 "train/skipped_steps": float(skipped),
+                "train/nonfinite_steps": float(self.nonfinite_total),
                 "train/steps": float(self.steps),
                 "train/lr": float(self.scheduler.get_last_lr()[0]),
                 "train/seconds": seconds,
@@ -407,6 +448,32 @@ class Trainer:
                 old = tuple(float(x) for x in logp[row, : len(sample.completion_ids)].tolist())
                 out[chosen[j]] = attrs.evolve(sample, meta={**sample.meta, "old_logprobs": old})
         return out
+
+    def _count_nonfinite(self) -> None:
+        """A step skipped for a non-finite loss or gradient; too many in a row stop the run."""
+        self.nonfinite_total += 1
+        self.nonfinite_in_a_row += 1
+        limit = self.optim_config.max_nonfinite_steps
+        if self.nonfinite_in_a_row >= limit:
+            raise NonFiniteError(
+                f"{self.nonfinite_in_a_row} optimizer steps in a row had a non-finite loss or gradient (limit "
+                f"optim.max_nonfinite_steps={limit}; {self.nonfinite_total} in all); the run stops here, its last "
+                "checkpoint holds the weights before them (try a lower optim.lr or a tighter optim.grad_clip)"
+            )
+
+    def _check_parameters(self) -> None:
+        """After every optimizer step: a non-finite parameter stops the run before it reaches a checkpoint.
+
+        The loss and gradients were finite (checked before the step), so the cause is in the optimizer state or
+        an overflow; the weights in memory are lost, the last checkpoint is not.
+        """
+        bad = sum(1 for p in self._stepped_parameters() if not bool(torch.isfinite(p.detach()).all()))
+        if bad:
+            raise NonFiniteError(
+                f"optimizer step {self.steps + 1} made {bad} parameter tensor(s) non-finite (NaN or inf) from a "
+                "finite loss and gradient (corrupt optimizer state or an overflow); the run stops before writing "
+                "them into a checkpoint"
+            )
 
     def _stepped_parameters(self) -> list[torch.nn.Parameter]:
         """What the optimizer steps and the gradients live on: the float32 master copies, else the model's own."""
@@ -586,6 +653,7 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "steps": self.steps,
+            "nonfinite": [self.nonfinite_total, self.nonfinite_in_a_row],
         }
         if self.master is not None:
             state["master_weights"] = self.master.state_dict()
@@ -600,6 +668,7 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.steps = int(state["steps"])
+        self.nonfinite_total, self.nonfinite_in_a_row = (int(n) for n in state.get("nonfinite", (0, 0)))
         if self.master is not None:
             if state.get("master_weights"):
                 self.master.load_state_dict(state["master_weights"])

@@ -309,7 +309,11 @@ class HFBackend:
             gpu = int(os.environ.get("LOCAL_RANK", "0"))  # accelerate launch: this process's own GPU
             target = torch.device(device or (f"cuda:{gpu}" if torch.cuda.is_available() else "cpu"))
             torch_dtype = _as_dtype(dtype) or (torch.bfloat16 if target.type == "cuda" else torch.float32)
-            loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, local_files_only=local)
+            try:
+                loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, local_files_only=local)
+            except (OSError, ValueError) as exc:  # no such repo, no network, not a model directory
+                first = " ".join(str(exc).split("\n")[0].split())[:300]
+                raise ArenaError(f"cannot load model {model!r} ({path}): {first}") from None
             self.model: PreTrainedModel = cast(Any, loaded).to(target)
             #: Masks of the entries the model directory marks as held (``arena.core.models.held``), if any.
             self.held_weights = load_held(path) if local else None
