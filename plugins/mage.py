@@ -33,8 +33,9 @@ config); this plugin adds what MAGE puts on top of it:
 
        A = [E_i − mean_{group} E] + w · [G_t − mean_{group, anchor} G]
        E_i = Δ_n + penalties                        action sample of episode n (penalty terms are negative)
-       E_i = G(reflection) + penalties              reflection sample; its anchor bracket is 0
+       E_i = G(reflection) + penalties              reflection sample
        anchor = (observation text, opponent)        ``Sample.anchor``, shared by the episodes of a trial
+       anchor = ("reflection", opponent)            every reflection of the group (the code's anchor)
 
    A group is the G trials of one matchup (``Sample.group_id``): it faces exactly one opponent, which is what
    the paper calls agent-specific advantage normalisation, so no ``normalize_advantages`` is needed. Means run
@@ -42,7 +43,11 @@ config); this plugin adds what MAGE puts on top of it:
    bracket, and a group of one sample 0 for the episode bracket. ``std_norm`` divides each bracket by its
    std + ``eps``. Ablations: ``mixed_groups`` takes the episode baseline over the whole batch (mixing
    opponents; anchor groups stay per group), ``per_episode_anchors`` prefixes each anchor with its episode
-   ("Trial k"), so turns of different episodes of a trial no longer share a step group.
+   ("Trial k"; a reflection takes the episode that follows it), so turns of different episodes of a trial no
+   longer share a step group. Reflections share one step group per group, as MAGE's code anchors them at
+   ``"reflection" + opponent``: a reflection whose next episode did better than its group mates' gets a
+   positive anchor bracket. ``reflection_anchor: false`` is the ablation that gives each reflection a step group
+   of its own (anchor bracket 0), this plugin's behaviour before issue 22.
 
 What the dumped rollouts show: ``reward_terms["env"]`` is the core's plain episodic return R(τ_n) (see
 ``arena.core.experience``; for a reflection, the return of the episode after it) and is *not* what MAGE trains
@@ -78,6 +83,7 @@ Hooks: ``reflect``, ``store_memory``, ``retrieve_memory``, ``compute_rewards``, 
 | ``unbiased_std`` | ``true`` | Bessel-corrected std when ``std_norm`` |
 | ``mixed_groups`` | ``false`` | ablation: episode baseline over the whole batch, mixing opponents |
 | ``per_episode_anchors`` | ``false`` | ablation: anchors prefixed with the episode ("Trial k") |
+| ``reflection_anchor`` | ``true`` | reflections share a "reflection"+opponent step group ([C]); false: bracket 0 |
 """
 
 from __future__ import annotations
@@ -128,6 +134,7 @@ DEFAULTS: Mapping[str, Any] = {
     "unbiased_std": True,
     "mixed_groups": False,
     "per_episode_anchors": False,
+    "reflection_anchor": True,
 }
 
 REFLECTION_SECTION = "Your reflections on earlier episodes of this trial:"
@@ -389,12 +396,19 @@ def episode_values(samples: Sequence[Sample], reward: str = "differential") -> l
     return out
 
 
-def anchor_keys(samples: Sequence[Sample], per_episode_anchors: bool = False) -> list[Hashable]:
-    """Step-group key of each sample: (group, anchor), or a key of its own (anchor bracket 0) for a reflection or
-    a sample without anchor. ``per_episode_anchors`` adds the episode ("Trial k") to the anchor."""
+def anchor_keys(
+    samples: Sequence[Sample], per_episode_anchors: bool = False, reflection_anchor: bool = True
+) -> list[Hashable]:
+    """Step-group key of each sample: (group, anchor) for an action; (group, "reflection", opponent) for a
+    reflection (MAGE's code); a key of its own (anchor bracket 0) for anything else, for an action without anchor
+    and, with ``reflection_anchor`` off, for a reflection. ``per_episode_anchors`` adds the episode ("Trial k";
+    for a reflection, the episode it prepares) to the anchor."""
     keys: list[Hashable] = []
     for i, s in enumerate(samples):
-        if s.anchor is None or s.kind != "action":
+        if is_reflection(s) and reflection_anchor:
+            label = (f"Trial {s.episode + 2}",) if per_episode_anchors else ()
+            keys.append((s.group_id, *label, "reflection", s.opponent or ""))
+        elif s.anchor is None or s.kind != "action":
             keys.append(("<own>", i))
         elif per_episode_anchors:
             keys.append((s.group_id, f"Trial {s.episode + 1}", s.anchor))
@@ -412,6 +426,7 @@ def mage_advantages(
     unbiased_std: bool = True,
     mixed_groups: bool = False,
     per_episode_anchors: bool = False,
+    reflection_anchor: bool = True,
 ) -> list[float]:
     """A of every sample (module docstring, item 4); ``Sample.ret`` must already hold ``mage_returns``."""
     groups: list[Hashable] = ["<batch>" if mixed_groups else s.group_id for s in samples]
@@ -420,7 +435,7 @@ def mage_advantages(
     )
     step = group_normalized(
         [s.ret for s in samples],
-        anchor_keys(samples, per_episode_anchors),
+        anchor_keys(samples, per_episode_anchors, reflection_anchor),
         std_norm=std_norm,
         eps=eps,
         unbiased_std=unbiased_std,
@@ -440,4 +455,5 @@ def compute_advantages(samples: list[Sample], options: Mapping[str, Mapping[str,
         unbiased_std=opts["unbiased_std"],
         mixed_groups=opts["mixed_groups"],
         per_episode_anchors=opts["per_episode_anchors"],
+        reflection_anchor=opts["reflection_anchor"],
     )

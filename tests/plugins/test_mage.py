@@ -270,21 +270,43 @@ def test_penalties_enter_the_episode_bracket_not_the_return() -> None:
     assert mage.compute_advantages(samples=with_g, options={}) == pytest.approx(expected)
 
 
-def test_reflection_uses_its_return_and_no_anchor_bracket() -> None:
-    # t0: ep1 0 at X, ep2 +1 at X, a reflection after ep1; t1 won episode 1 (+1 at X) and stopped early.
-    # Δ: t0 (0, 1), t1 1. G: t0 (0 + 0.6·1 = 0.6, 1), reflection 1 (G of t0's episode 2), t1 1.
+def test_reflections_share_the_reflection_anchor_of_their_group() -> None:
+    # Issue 22, defect 7: MAGE's code anchors every reflection at "reflection" + opponent, so the reflections of a
+    # group form one step group (this plugin gave each a bracket of 0). Two trials, a reflection after episode 1:
+    # t0 returns 0 then +1, t1 returns −1 then −1 (one turn per episode, all at observation X).
     samples = [
         make(0.0, trial="t0", episode=0, anchor="X"),
         make(1.0, trial="t0", episode=1, anchor="X"),
         make(None, trial="t0", episode=0, turn=-1, kind="reflection:mage", terms={}),
-        make(1.0, trial="t1", episode=0, anchor="X"),
+        make(-1.0, trial="t1", episode=0, anchor="X"),
+        make(-1.0, trial="t1", episode=1, anchor="X"),
+        make(None, trial="t1", episode=0, turn=-1, kind="reflection:mage", terms={}),
     ]
     with_g = with_returns(samples)
-    assert [s.ret for s in with_g] == pytest.approx([0.6, 1.0, 1.0, 1.0])
-    # E = (0, 1, 1, 1), mean 0.75; anchor X over (0.6, 1, 1), mean 2.6/3; the reflection's anchor bracket is 0.
-    mean_x = 2.6 / 3
-    expected = [-0.75 + 0.6 - mean_x, 0.25 + 1 - mean_x, 0.25, 0.25 + 1 - mean_x]
+    # Δ: t0 (0, 1), t1 (−1, 0). G: t0 (0.6, 1), t1 (−1, 0); each reflection the G of its trial's episode 2.
+    assert [s.ret for s in with_g] == pytest.approx([0.6, 1.0, 1.0, -1.0, 0.0, 0.0])
+    # E = (0, 1, 1, −1, 0, 0), mean 1/6. Anchor X over (0.6, 1, −1, 0), mean 0.15; the reflections (1, 0), mean 0.5.
+    episode = [e - 1 / 6 for e in (0.0, 1.0, 1.0, -1.0, 0.0, 0.0)]
+    anchor = [0.45, 0.85, 0.5, -1.15, -0.15, -0.5]
+    expected = [e + a for e, a in zip(episode, anchor, strict=True)]
     assert mage.compute_advantages(samples=with_g, options={}) == pytest.approx(expected)
+    # The ablation: each reflection alone in its step group, anchor bracket 0 (the behaviour before the fix).
+    alone = [e + (0.0 if s.kind != "action" else a) for e, a, s in zip(episode, anchor, with_g, strict=True)]
+    off = mage.compute_advantages(samples=with_g, options={"mage": {"reflection_anchor": False}})
+    assert off == pytest.approx(alone)
+
+
+def test_reflection_anchors_stay_within_group_and_opponent_and_follow_per_episode_anchors() -> None:
+    reflections = [
+        make(None, trial="t0", group="g", episode=0, turn=-1, kind="reflection:mage", terms={}),
+        make(None, trial="t1", group="g", episode=1, turn=-1, kind="reflection:mage", terms={}),
+        make(None, trial="t2", group="h", episode=0, turn=-1, kind="reflection:mage", terms={}),
+    ]
+    keys = mage.anchor_keys(reflections)
+    assert keys[0] == keys[1] != keys[2]
+    per_episode = mage.anchor_keys(reflections, per_episode_anchors=True)
+    assert per_episode[0] == ("g", "Trial 2", "reflection", "") and per_episode[1] == ("g", "Trial 3", "reflection", "")
+    assert len(set(mage.anchor_keys(reflections, reflection_anchor=False))) == 3
 
 
 def test_unknown_settings_and_modes_are_errors() -> None:
