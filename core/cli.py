@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +45,22 @@ def cli(ctx: click.Context, log_format: str, verbose: bool) -> None:
     ctx.obj = {"verbose": verbose}
 
 
+def plugin_defaults(module: str) -> dict[str, Any] | None:
+    """A plugin module's settings with their defaults (its ``DEFAULTS`` table), None when it declares none."""
+    import importlib
+
+    try:
+        defaults = getattr(importlib.import_module(module.partition(":")[0]), "DEFAULTS", None)
+    except Exception:  # a plugin that fails to import is reported through its "error" field already
+        return None
+    return dict(defaults) if isinstance(defaults, dict | Mapping) else None
+
+
 @cli.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def plugins_cmd(as_json: bool) -> None:
-    """List installed plugins: name, distribution, version, hooks."""
+    """List installed plugins: name, distribution, version, hooks (and, with --json, each one's settings and
+    their defaults)."""
     infos = installed_plugins()
     if as_json:
         payload = [
@@ -59,6 +71,7 @@ def plugins_cmd(as_json: bool) -> None:
                 "module": p.module,
                 "hooks": list(p.hooks),
                 "error": p.error,
+                "settings": plugin_defaults(p.module),
             }
             for p in infos
         ]
