@@ -27,7 +27,7 @@ import attrs
 
 from arena.arenas.base import Move, ParseResult, SeatView
 from arena.arenas.coding_tasks import CodingTask, TestCase, tasks_for
-from arena.arenas.sandbox import SandboxResult, run_python
+from arena.arenas.sandbox import SandboxResult, run_batch
 from arena.arenas.single_task import SingleTaskTextEnv
 
 __all__ = [
@@ -43,20 +43,29 @@ __all__ = [
 MAX_CODE_CHARS = 4000
 FEEDBACK_CHARS = 1500
 MAX_FAILURES_SHOWN = 3
-RESULT_PREFIX = "@@result "
 _REPR_LIMIT = 2000
 
-# Runs inside the sandbox. stdin: {"units": [{"code", "name", "args": [repr of the args tuple], "per_test_s"}]}.
-# stdout: one "@@result {json}" line per test ({"unit", "test", "got"} or {"unit", "test", "error", "traceback"}),
-# or one per unit whose code does not load ({"unit", "load_error", "traceback"}).
+# Runs inside the sandbox, one sandboxed process per unit. stdin: {"code", "name", "args": [repr of each test's
+# args tuple], "per_test_s"}. fd 3 (the sandbox's result channel, not stdout): one line per test, the ``repr`` of
+# (test, "got", repr of the value) or (test, "error", message, traceback), or (-1, "load_error", message,
+# traceback) when the code does not load. All the harness needs once the solution is loaded is bound before it
+# runs, in a namespace the solution cannot reach through sys.modules (its builtins are a private copy), and only
+# plain built-in values are serialised, copied through the built-in types' own methods, so neither patched modules
+# nor a returned object's __repr__/__eq__ change what is reported. The solution can still write to fd 3 itself:
+# that is worth no more than returning those values, and it reaches only its own unit's result.
 HARNESS = r"""
-import ast, io, json, linecache, signal, sys, traceback
+import builtins, json, sys
+_CORE = r'''
+import ast, io, linecache, os, signal, traceback
 
-_out = sys.stdout
-_LIMIT = %(limit)d
+_write, _literal, _setitimer, _ITIMER = os.write, ast.literal_eval, signal.setitimer, signal.ITIMER_REAL
 
 
 class TestTimeout(BaseException):
+    pass
+
+
+class NotPlain(Exception):
     pass
 
 
@@ -67,13 +76,7 @@ def _alarm(signum, frame):
 signal.signal(signal.SIGALRM, _alarm)
 
 
-def _timer(seconds):
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-
-
 class _Sink(io.TextIOBase):
-    '''Swallows what the solution prints (kept out of the result stream; bounded so printing cannot hog memory).'''
-
     def writable(self):
         return True
 
@@ -81,41 +84,50 @@ class _Sink(io.TextIOBase):
         return len(s)
 
 
-def emit(record):
-    _out.write("@@result " + json.dumps(record) + "\n")
-    _out.flush()
+def emit(*record):
+    _write(3, (repr(record) + "\n").encode("utf-8", "replace"))
 
 
 def plain(v, depth=0):
-    '''Subclasses (Counter, defaultdict, namedtuple, bool-like ints) become the plain types their repr needs.'''
-    if depth > 60 or v is None or type(v) is bool:
+    if depth > 60:
+        raise NotPlain("the value is nested too deeply")
+    if v is None or type(v) is bool:
         return v
     if isinstance(v, int):
-        return int(v)
+        return int.__int__(v)
     if isinstance(v, float):
-        return float(v)
+        return float.__float__(v)
     if isinstance(v, str):
-        return str(v)
+        return str.__str__(v)
+    if isinstance(v, bytes):
+        return bytes.__bytes__(v)
+    if isinstance(v, complex):
+        return complex.__complex__(v)
     if isinstance(v, dict):
-        return {plain(k, depth + 1): plain(x, depth + 1) for k, x in v.items()}
+        return {plain(k, depth + 1): plain(x, depth + 1) for k, x in dict.items(v)}
     if isinstance(v, list):
-        return [plain(x, depth + 1) for x in v]
+        return [plain(x, depth + 1) for x in list.__iter__(v)]
     if isinstance(v, tuple):
-        return tuple(plain(x, depth + 1) for x in v)
-    if isinstance(v, (set, frozenset)):
-        return {plain(x, depth + 1) for x in v}
-    return v
+        return tuple(plain(x, depth + 1) for x in tuple.__iter__(v))
+    if isinstance(v, set):
+        return {plain(x, depth + 1) for x in set.__iter__(v)}
+    if isinstance(v, frozenset):
+        return {plain(x, depth + 1) for x in frozenset.__iter__(v)}
+    raise NotPlain(f"returned a {type(v).__name__} object, not a built-in value")
 
 
 def describe(exc, per_test):
     if isinstance(exc, TestTimeout):
         return f"timed out after {per_test:.2g} s"
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    try:
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    except BaseException:
+        text = type(exc).__name__
     return text[:300]
 
 
 def trace(exc):
-    if isinstance(exc, TestTimeout):
+    if isinstance(exc, (TestTimeout, NotPlain)):
         return None
     try:
         te = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)
@@ -126,39 +138,41 @@ def trace(exc):
         return None
 
 
-data = json.loads(sys.stdin.read())
-for u, unit in enumerate(data["units"]):
+def main(unit, out, modules):
     code, name, per_test = unit["code"], unit["name"], float(unit["per_test_s"])
+    calls = [_literal(a) for a in unit["args"]]
     linecache.cache["solution.py"] = (len(code), None, code.splitlines(True), "solution.py")
-    namespace = {"__name__": "solution"}
+    namespace = {"__name__": "solution", "__builtins__": modules["builtins"]}
     try:
         try:
-            sys.stdout = _Sink()
-            _timer(per_test)
+            modules["sys"].stdout = _Sink()
+            _setitimer(_ITIMER, per_test)
             exec(compile(code, "solution.py", "exec"), namespace)
         finally:
-            _timer(0)
-            sys.stdout = _out
+            _setitimer(_ITIMER, 0)
         function = namespace.get(name)
         if not callable(function):
-            emit({"unit": u, "load_error": f"no function named {name} is defined", "traceback": None})
-            continue
+            emit(-1, "load_error", f"no function named {name} is defined", None)
+            return
     except BaseException as exc:
-        emit({"unit": u, "load_error": describe(exc, per_test), "traceback": trace(exc)})
-        continue
-    for t, args_text in enumerate(unit["args"]):
-        args = ast.literal_eval(args_text)
+        emit(-1, "load_error", describe(exc, per_test), trace(exc))
+        return
+    for t, args in enumerate(calls):
         try:
             try:
-                sys.stdout = _Sink()
-                _timer(per_test)
-                got = repr(plain(function(*args)))[:_LIMIT]
+                _setitimer(_ITIMER, per_test)
+                got = repr(plain(function(*args)))[:LIMIT]
             finally:
-                _timer(0)
-                sys.stdout = _out
-            emit({"unit": u, "test": t, "got": got})
+                _setitimer(_ITIMER, 0)
+            emit(t, "got", got)
         except BaseException as exc:
-            emit({"unit": u, "test": t, "error": describe(exc, per_test), "traceback": trace(exc)})
+            emit(t, "error", describe(exc, per_test), trace(exc))
+'''
+_scope = {"__builtins__": dict(vars(builtins)), "__name__": "arena_harness", "LIMIT": %(limit)d}
+exec(_CORE, _scope)
+_main, _unit = _scope["main"], json.loads(sys.stdin.read())
+del _scope
+_main(_unit, sys.stdout, {"builtins": builtins, "sys": sys})
 """.replace("%(limit)d", str(_REPR_LIMIT))
 
 
@@ -273,6 +287,32 @@ def _judge(task: CodingTask, index: int, case: TestCase, record: Mapping[str, An
     return TestOutcome(index, passed, call, expected, got=_shorten(got_text))
 
 
+def _records(channel: str) -> tuple[dict[int, tuple[Any, ...]], tuple[Any, ...] | None]:
+    """The harness's records from the result channel: per test the first one, and the load error if any."""
+    tests: dict[int, tuple[Any, ...]] = {}
+    load: tuple[Any, ...] | None = None
+    for line in channel.splitlines():
+        try:
+            record = ast.literal_eval(line)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if not isinstance(record, tuple) or len(record) < 3 or type(record[0]) is not int:
+            continue
+        if record[0] == -1 and record[1] == "load_error" and load is None:
+            load = record
+        elif record[0] >= 0 and record[1] in ("got", "error"):
+            tests.setdefault(record[0], record)
+    return tests, load
+
+
+def _as_dict(record: tuple[Any, ...] | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    if record[1] == "got":
+        return {"got": record[2]}
+    return {"error": record[2], "traceback": record[3] if len(record) > 3 else None}
+
+
 def check_solutions(
     items: Sequence[tuple[CodingTask, str]],
     *,
@@ -280,66 +320,59 @@ def check_solutions(
     per_test_s: float | None = None,
     memory_mb: int = 512,
 ) -> list[CheckResult]:
-    """Run every ``(task, code)`` pair's hidden tests in ONE sandbox run and judge them.
+    """Run every ``(task, code)`` pair's hidden tests, each pair in its own sandboxed process (all of them in one
+    sandbox where the launcher allows it), and judge them here.
 
-    ``per_test_s`` (default: 80 % of ``timeout_s`` shared by all tests, at least 0.2 s) bounds each call and the
-    code's loading; ``timeout_s`` (default 5 s, or enough for every test's limit) bounds the whole run.
+    ``per_test_s`` (default: 80 % of ``timeout_s`` shared by the pair's tests and its loading, at least 0.2 s)
+    bounds each call and the code's loading; ``timeout_s`` (default 5 s, or enough for every test's limit) bounds
+    each pair's run. One pair cannot change another's result: they run in separate processes, one after the
+    other, with nothing of the earlier ones left (see ``arena.arenas.sandbox``).
     """
-    n_tests = sum(len(task.tests) for task, _ in items) or 1
+    most = max((len(task.tests) for task, _ in items), default=1) or 1
     if timeout_s is None:
-        timeout_s = 5.0 if per_test_s is None else 2.0 + per_test_s * (n_tests + len(items))
+        timeout_s = 5.0 if per_test_s is None else 2.0 + per_test_s * (most + 1)
     if per_test_s is None:
-        per_test_s = max(0.2, 0.8 * timeout_s / (n_tests + len(items)))
-    units = [
-        {"code": code, "name": task.name, "args": [repr(c.args) for c in task.tests], "per_test_s": per_test_s}
+        per_test_s = max(0.2, 0.8 * timeout_s / (most + 1))
+    programs = [
+        (
+            HARNESS,
+            json.dumps(
+                {"code": code, "name": task.name, "args": [repr(c.args) for c in task.tests], "per_test_s": per_test_s}
+            ),
+        )
         for task, code in items
     ]
-    result = run_python(
-        HARNESS,
-        stdin=json.dumps({"units": units}),
-        timeout_s=timeout_s,
-        cpu_s=math.ceil(timeout_s) + 1,
-        memory_mb=memory_mb,
-    )
-    records: dict[tuple[int, int | None], dict[str, Any]] = {}
-    for line in result.stdout.splitlines():
-        if not line.startswith(RESULT_PREFIX):
-            continue
-        try:
-            record = json.loads(line[len(RESULT_PREFIX) :])
-            key = (int(record["unit"]), None if "load_error" in record else int(record["test"]))
-        except (ValueError, KeyError, TypeError):
-            continue
-        records.setdefault(key, record)  # the harness's line comes first; later copies are ignored
+    results = run_batch(programs, timeout_s=timeout_s, cpu_s=math.ceil(timeout_s) + 1, memory_mb=memory_mb)
     checks = []
-    for u, (task, _) in enumerate(items):
-        load = records.get((u, None))
+    for (task, _), result in zip(items, results, strict=True):
+        tests, load = _records(result.channel)
         stopped = None
-        if load is None and any((u, t) not in records for t in range(len(task.tests))):
+        if load is None and any(t not in tests for t in range(len(task.tests))):
             stopped = result.killed_reason or "exit"
         missing = f"did not run: the run stopped ({_STOPPED.get(stopped or '', stopped)})"
         if result.stderr.strip() and stopped == "exit":
             missing = f"did not run: the harness failed ({_shorten(result.stderr.strip().splitlines()[-1])})"
-        unfinished = next((t for t in range(len(task.tests)) if (u, t) not in records), None)
+        unfinished = next((t for t in range(len(task.tests)) if t not in tests), None)
         outcomes = tuple(
             _judge(
                 task,
                 t,
                 case,
-                None if load is not None else records.get((u, t)),
+                None if load is not None else _as_dict(tests.get(t)),
                 missing.replace("did not run", "did not finish") if t == unfinished else missing,
             )
             for t, case in enumerate(task.tests)
         )
-        if load is not None:
-            outcomes = tuple(attrs.evolve(o, error=str(load["load_error"])) for o in outcomes)
+        load_error = None if load is None else str(load[2])
+        if load_error is not None:
+            outcomes = tuple(attrs.evolve(o, error=load_error) for o in outcomes)
         checks.append(
             CheckResult(
                 task_id=task.task_id,
                 name=task.name,
                 outcomes=outcomes,
-                load_error=None if load is None else str(load["load_error"]),
-                load_traceback=None if load is None else load.get("traceback"),
+                load_error=load_error,
+                load_traceback=None if load is None or len(load) < 4 else load[3],
                 stopped=stopped,
                 sandbox=result,
             )
