@@ -70,6 +70,7 @@ def trial_samples(
                             "feedback": episode.summaries.get(agent, ""),
                             "plans": step.plans,
                             "finish_reason": step.completion.finish_reason,
+                            "discount": gamma,
                         },
                     )
                 )

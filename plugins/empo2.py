@@ -66,9 +66,15 @@ do into a policy that needs no memory at evaluation time.
    ``novelty: states`` (default, [P]): per task, a list of distinct states with visit counts; the state of a turn
    is its observation. A state whose cosine to every distinct state is below ``novelty_threshold`` = 0.9 is a new
    distinct state (n = 1); otherwise the most similar distinct state's count goes up by one and n is that count
-   (the similar visits so far, this one included). r_int = ``novelty_coef`` · 1/n, in every mode, turns visited
-   in trial order. ``novelty: retrieval`` ([C]): r_int = coef · 1/(k + 1) with k the number of tips retrieved
-   into the turn's prompt (coef · 1 when none), and 0 in ``plain`` iterations. ``novelty: off`` adds nothing.
+   (the similar visits so far, this one included). States are visited in trial order: each turn's observation,
+   then the state the episode ended in (the adapter's episode summary). r_int = ``novelty_coef`` · 1/n goes to
+   the action that *reached* the state (the paper's r_int(s_{t+1})): the turn before it, the last turn for the
+   final state; the first state of an episode is counted but credits no action. ``novelty: retrieval`` ([C]):
+   r_int = coef · 1/(k + 1) with k the number of tips retrieved into the turn's prompt (coef · 1 when none), and
+   0 in ``plain`` iterations. ``novelty: off`` adds nothing. In every mode the ``novelty`` term of a turn is the
+   return of r_int from that turn to the end of its episode, discounted by the learner's ``gamma`` like the
+   ``env`` term, so it flows into returns as any reward does. Before issue 22 each turn got the novelty of the
+   state it acted *in*, with no return: the move that found a new room was not credited for it.
    ``novelty_coef`` = 1.0: the paper adds r_int to the environment reward unscaled; lower it when the arena's
    rewards are small next to it. The threshold is coarse for texts that share most of their words: on
    ``text_maze`` (small, seed 3) the 384 distinct observations of 16 random-play episodes form 10 distinct states
@@ -364,6 +370,30 @@ class NoveltyStates:
 _TAGS = re.compile(rf"</?{TIP_TAG}>", flags=re.IGNORECASE)
 
 
+def action_chains(samples: Sequence[Sample]) -> list[list[int]]:
+    """Indices of the action samples of each (episode, agent), each in turn order, chains in trial order."""
+    chains: dict[tuple[int, str], list[int]] = {}
+    for i, s in enumerate(samples):
+        if s.kind == "action":
+            chains.setdefault((s.episode, s.agent), []).append(i)
+    return [sorted(chains[key], key=lambda i: samples[i].turn) for key in sorted(chains)]
+
+
+def novelty_terms(
+    samples: Sequence[Sample], chains: Sequence[Sequence[int]], rewards: Mapping[int, float]
+) -> dict[int, dict[str, float]]:
+    """The ``novelty`` term of each action: the discounted sum of the r_int it and the later turns of its episode
+    earned, like the core's ``env`` term (the episode's return discounted by the learner's ``gamma``, which
+    ``Sample.meta["discount"]`` carries), so that an action that leads towards new states is credited for them."""
+    out: dict[int, dict[str, float]] = {}
+    for chain in chains:
+        following = 0.0
+        for i in reversed(chain):
+            following = rewards.get(i, 0.0) + float(samples[i].meta.get("discount", 1.0)) * following
+            out[i] = {NOVELTY_TERM: following}
+    return out
+
+
 def clean_tip(text: str, max_words: int) -> str:
     """One line, no ``<tip>`` tags, at most ``max_words`` words."""
     return " ".join(_TAGS.sub(" ", text).split()[:max_words])
@@ -569,24 +599,43 @@ class EMPO2:
         if opts["novelty"] == "off":
             return None
         coef = opts["novelty_coef"]
-        actions = [i for i, s in enumerate(samples) if s.kind == "action"]
+        chains = action_chains(samples)
         if opts["novelty"] == "retrieval":
-            if trial_mode(trial.spec, opts) == "plain":
-                return {i: {NOVELTY_TERM: 0.0} for i in actions}
-            return {i: {NOVELTY_TERM: coef / (tips_in_prompt(samples[i].context_text) + 1)} for i in actions}
+            plain = trial_mode(trial.spec, opts) == "plain"
+            rewards = {
+                i: 0.0 if plain else coef / (tips_in_prompt(samples[i].context_text) + 1)
+                for chain in chains
+                for i in chain
+            }
+            return novelty_terms(samples, chains, rewards)
         steps = {(s.episode, s.index, s.agent): s for e in trial.episodes for s in e.steps}
-        order = sorted(actions, key=lambda i: (samples[i].episode, samples[i].turn))
-        found = [(i, steps.get((samples[i].episode, samples[i].turn, samples[i].agent))) for i in order]
-        visits = [(i, step) for i, step in found if step is not None]
+        episodes = {e.index: e for e in trial.episodes}
+        # Per chain (one learner agent in one episode): the state each turn saw, then the state the episode ended
+        # in (the adapter's summary: the observation after the last move is not recorded). Action k reached state
+        # k + 1: its r_int is the novelty of that state. The first state was reached by no action: it is counted
+        # as a visit and credited to nobody.
+        visits: list[tuple[tuple[str, str, str, str, int], str, int | None]] = []
+        for chain in chains:
+            found = [steps.get((samples[i].episode, samples[i].turn, samples[i].agent)) for i in chain]
+            if any(step is None for step in found):
+                continue
+            chain_steps = [step for step in found if step is not None]
+            key = store_key(trial.spec, chain_steps[0].seat, chain_steps[0].agent)
+            summary = episodes[samples[chain[0]].episode].summaries.get(chain_steps[0].agent, "").strip()
+            reached: list[tuple[str, int | None]] = [(chain_steps[0].observation, None)]
+            reached += [(step.observation, i) for step, i in zip(chain_steps[1:], chain, strict=False)]
+            if summary:
+                reached.append((summary, chain[-1]))
+            visits += [(key, text, credited) for text, credited in reached]
         if not visits:
             return None
-        vectors = self.embed([step.observation for _, step in visits])
-        out = {}
-        for (i, step), vector in zip(visits, vectors, strict=True):
-            key = store_key(trial.spec, step.seat, step.agent)
+        vectors = self.embed([text for _, text, _ in visits])
+        rewards = {i: 0.0 for chain in chains for i in chain}
+        for (key, _, credited), vector in zip(visits, vectors, strict=True):
             n = self.states.setdefault(key, NoveltyStates()).visit(vector, opts["novelty_threshold"])
-            out[i] = {NOVELTY_TERM: coef / n}
-        return out
+            if credited is not None:
+                rewards[credited] = coef / n
+        return novelty_terms(samples, chains, rewards)
 
     @hookimpl
     def training_view(

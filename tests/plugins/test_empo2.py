@@ -462,27 +462,46 @@ def novelty_trial(observations: Sequence[Sequence[str]], options: dict[str, Any]
     return record, trial_samples(record, "L", ["model:scripted"])
 
 
-def test_novelty_reward_is_one_over_the_similar_visits() -> None:
+def test_novelty_reward_goes_to_the_action_that_reached_the_state_and_into_its_return() -> None:
+    # Issue 22, defect 3: r_int(s_{t+1}) is the reward of the action that *reached* s_{t+1}, and like any reward
+    # it flows into the returns of the turns before it. (Before: each turn got the novelty of the state it acted
+    # in, and no return.) Every episode ends in the summary "You showed a King; ..." (state S).
     known = {"hall": unit(1.0), "hall again": unit(1.0, 0.1), "attic": unit(0.0, 1.0)}
     plugin = EMPO2(FakeEmbed(known))
     record, samples = novelty_trial([["hall", "attic"], ["hall again", "attic", "hall"]], {"novelty_coef": 0.5})
     terms = plugin.compute_rewards(trial=record, samples=samples)
     assert terms is not None
-    # Visits in order: hall 1, attic 1, hall 2, attic 2, hall 3 -> r = 0.5 / n.
-    assert [terms[i]["novelty"] for i in range(len(samples))] == [0.5, 0.5, 0.25, 0.25, 0.5 / 3]
-    # The counts persist: the next trial of the task starts from them.
+    # Episode 1: hall (1, reached by no action), attic (1) by a0, S (1) by a1: r = (0.5, 0.5).
+    # Episode 2: hall again ≈ hall (2, no action), attic (2) by a0, hall (3) by a1, S (2) by a2: r = (1/4, 1/6, 1/4).
+    # The novelty term is the undiscounted (gamma 1) return of r within the episode.
+    expected = [0.5 + 0.5, 0.5, 0.25 + 0.5 / 3 + 0.25, 0.5 / 3 + 0.25, 0.25]
+    assert [terms[i]["novelty"] for i in range(len(samples))] == pytest.approx(expected)
+    # The counts persist: the next trial of the task starts from them (attic 3, no action; S 3, by a0).
     record2, samples2 = novelty_trial([["attic"]], {"novelty_coef": 0.5})
-    assert plugin.compute_rewards(trial=record2, samples=samples2) == {0: {"novelty": 0.5 / 3}}
-    assert EMPO2(FakeEmbed(known)).compute_rewards(trial=record, samples=samples)[0] == {"novelty": 0.5}
+    assert plugin.compute_rewards(trial=record2, samples=samples2) == {0: {"novelty": pytest.approx(0.5 / 3)}}
     assert plugin.compute_rewards(trial=novelty_trial([["hall"]], {"novelty": "off"})[0], samples=samples2) is None
+
+
+def test_novelty_return_is_discounted_by_the_learners_gamma() -> None:
+    known = {"hall": unit(1.0), "attic": unit(0.0, 1.0), "cellar": unit(0.0, 0.0, 1.0)}
+    plugin = EMPO2(FakeEmbed(known))
+    trial = spec(options={"novelty_coef": 1.0}, episodes=1)
+    record = TrialRecord(spec=trial, episodes=(episode_record(["hall", "attic", "cellar"]),), reflections=())
+    samples = trial_samples(record, "L", ["model:scripted"], gamma=0.5)
+    terms = plugin.compute_rewards(trial=record, samples=samples)
+    assert terms is not None
+    # r = (1, 1, 1) for attic, cellar and S, reached by a0, a1, a2; returns with gamma 0.5: 1.75, 1.5, 1.
+    assert [terms[i]["novelty"] for i in range(3)] == pytest.approx([1.75, 1.5, 1.0])
 
 
 def test_retrieval_novelty_is_one_over_retrieved_tips_plus_one() -> None:
     plugin = EMPO2(FakeEmbed())
     trial = spec(options={"novelty": "retrieval", **MEMORY_ON})
-    samples = [
-        rollout_sample(trial, build_turn_prompt(turn(trial, "o"), memories, [], PromptConfig()))
-        for memories in (TIPS, [], TIPS[:1])
+    samples = [  # one turn in each of three episodes, so no turn's return carries another's reward
+        attrs.evolve(
+            rollout_sample(trial, build_turn_prompt(turn(trial, "o"), memories, [], PromptConfig())), episode=k
+        )
+        for k, memories in enumerate((TIPS, [], TIPS[:1]))
     ]
     record = TrialRecord(spec=trial, episodes=(), reflections=())
     assert plugin.compute_rewards(trial=record, samples=samples) == {
@@ -522,7 +541,8 @@ def test_state_round_trip_through_json() -> None:
         plugin.compute_rewards(trial=record, samples=samples),
         restored.compute_rewards(trial=record, samples=samples),
     ]
-    assert again[0] == again[1] and again[0] is not None and again[0][0] == {"novelty": 1 / 3}
+    # Second visits: room 0 (3, no action), room 1 (2) by a0, room 0 (4) by a1, the summary (2) by a2.
+    assert again[0] == again[1] and again[0] is not None and again[0][0] == {"novelty": 0.5 + 0.25 + 0.5}
     with pytest.raises(ValueError, match="version"):
         restored.load_state_dict({"version": 99})
 
