@@ -1,12 +1,15 @@
-"""The sandbox contains what a model's code may do: loops, fork bombs, memory hogs, stray writes, network calls.
+"""The sandbox contains what a model's code may do: loops, fork bombs, memory hogs, stray writes, network calls,
+and deliberate attacks.
 
 Each attack is run with every layer on, and again with one layer off where the other layer alone must still hold
-(``guard=False``: namespaces, privilege drop and rlimits only; ``isolate=False``: the audit hook only), so removing
-any single protection makes a test here fail.
+(``guard=False``: the OS layers only; ``isolate=False``: the audit hook only), so removing any single protection
+makes a test here fail. The attacks of ``test_attack_*`` first switch the audit hook off from inside, as an attacker
+would (through ``gc``), check that it is off, and then must be stopped by the OS layer alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import textwrap
@@ -15,15 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from arena.arenas.sandbox import launch_mode, run_python
+from arena.arenas.sandbox import SandboxResult, launch_mode, run_batch, run_python
 
 MODE = launch_mode()
-NETNS = MODE.isolation.endswith("netns")
+NETNS = MODE.isolation.endswith("netns") or MODE.contained
+BWRAP = MODE.isolation == "bwrap"
 # RLIMIT_NPROC does not bind root; it binds when the sandbox drops to nobody or runs unprivileged anyway.
 NPROC_BINDS = MODE.privileges == "nobody" or os.geteuid() != 0
 needs_netns = pytest.mark.skipif(not NETNS, reason="no network namespace on this machine")
 needs_nproc = pytest.mark.skipif(not NPROC_BINDS, reason="root without setpriv: RLIMIT_NPROC does not bind")
 needs_nobody = pytest.mark.skipif(MODE.privileges != "nobody", reason="the sandbox does not drop to nobody here")
+needs_bwrap = pytest.mark.skipif(not BWRAP, reason="bubblewrap as root is not available here (make sandbox-tools)")
 
 
 def _dead(pid: int) -> bool:
@@ -35,11 +40,27 @@ def _dead(pid: int) -> bool:
     return state in ("Z", "X")
 
 
+def _nobody_processes() -> list[str]:
+    """Live processes of ``nobody`` on the host (the sandbox's workers), waiting up to 2 s for them to go."""
+    deadline = time.monotonic() + 2
+    while True:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and entry.stat().st_uid == 65534 and not _dead(int(entry.name)):
+                    found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
 def test_normal_program_returns_stdout() -> None:
     result = run_python("import math\nprint(math.gcd(12, 18))\nprint(input().upper())", stdin="hello\n")
     assert result.ok and result.returncode == 0 and result.killed_reason is None
     assert result.stdout == "6\nHELLO\n"
-    assert result.isolation in {"netns", "userns+netns", "audit-hook"}
+    assert result.isolation in {"bwrap", "bwrap+userns", "netns", "userns+netns", "audit-hook"}
 
 
 def test_exception_is_reported_with_the_users_traceback() -> None:
@@ -56,6 +77,8 @@ def test_private_temp_dir_is_cwd_home_and_deleted() -> None:
     cwd, home, tmp = result.stdout.split()
     assert cwd == home == tmp and "arena-sandbox-" in cwd
     assert not Path(cwd).exists()
+    again = run_python("import os\nprint(sorted(os.listdir('.')))")
+    assert again.ok and again.stdout.strip() == "['main.py']"  # nothing of the earlier run is left
 
 
 def test_endless_loop_times_out() -> None:
@@ -128,6 +151,9 @@ def test_fork_bomb_is_contained_by_the_process_limit(code: str) -> None:
     children = _children(result.stdout)
     assert "failed: BlockingIOError" in result.stdout, result.stdout + result.stderr
     assert len(children) < 8 and result.seconds < 5
+    if BWRAP:  # the children's pids are the sandbox's own: look for any process of nobody on the host instead
+        assert _nobody_processes() == []
+        return
     deadline = time.monotonic() + 2
     while not all(_dead(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -169,7 +195,7 @@ def test_other_changes_outside_temp_dir_are_blocked(tmp_path: Path, code: str) -
 def test_write_outside_is_refused_by_the_os_without_the_guard(tmp_path: Path) -> None:
     target = tmp_path / "outside.txt"
     result = run_python(_write_code(target), guard=False)
-    assert not result.ok and "PermissionError" in result.stderr
+    assert not result.ok and ("PermissionError" in result.stderr or "FileNotFoundError" in result.stderr)
     assert not target.exists()
 
 
@@ -230,7 +256,7 @@ def test_network_call_is_blocked_by_the_guard(guard: bool, isolate: bool) -> Non
 def test_network_call_fails_in_the_namespace_without_the_guard() -> None:
     with _listener() as server:
         result = run_python(_connect_code(server.getsockname()[1]), guard=False)
-        assert result.isolation.endswith("netns")
+        assert result.isolation.endswith("netns") or result.isolation.startswith("bwrap")
         assert not result.ok and result.killed_reason == "exit" and "connected" not in result.stdout
         assert "unreachable" in result.stderr or "refused" in result.stderr, result.stderr
         assert not _saw_connection(server)
@@ -249,3 +275,241 @@ def test_output_is_capped() -> None:
         "import sys\nfor _ in range(2000):\n    sys.stdout.write('x' * 1000)\n", max_output_bytes=10_000
     )
     assert result.ok and result.output_truncated and len(result.stdout) == 10_000
+
+
+# ----------------------------------------------------------------- deliberate code, with the audit hook switched off
+
+# What an attacker does first: find the hook's re-entrancy flag through gc and set it, so the hook returns at once
+# for every later event of this thread. Then prove it is off (a read the hook forbids, importing ctypes).
+HOOK_OFF = textwrap.dedent(
+    """
+    import gc, threading
+    for _o in gc.get_objects():
+        if type(_o) is threading.local:
+            _o.busy = True
+    open("/proc/version").read()
+    import ctypes
+    print("HOOK-OFF", flush=True)
+    """
+)
+
+
+def _attack(code: str, **kwargs: object) -> SandboxResult:
+    result = run_python(HOOK_OFF + textwrap.dedent(code), **kwargs)  # type: ignore[arg-type]
+    assert "HOOK-OFF" in result.stdout, result.stdout + result.stderr  # the OS layer alone faced what follows
+    assert result.violations == ()
+    return result
+
+
+def _try_each(paths: list[str]) -> str:
+    """Code that tries to read each path and prints what it got (or the error)."""
+    return textwrap.dedent(
+        f"""
+        for p in {paths!r}:
+            try:
+                with open(p, "rb") as f:
+                    print("READ", p, f.read(4000))
+            except OSError as exc:
+                print("DENIED", p, type(exc).__name__)
+        """
+    )
+
+
+@pytest.fixture
+def root_only_file(tmp_path: Path) -> Path:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-0600")
+    secret.chmod(0o600)
+    return secret
+
+
+def test_the_attack_reads_a_root_only_file_without_isolation(root_only_file: Path) -> None:
+    """Control: with the OS layer off, the hook-off attack does read the file, so the tests below can fail."""
+    result = _attack(_try_each([str(root_only_file)]), isolate=False)
+    assert "TOP-SECRET-0600" in result.stdout
+
+
+@needs_bwrap
+def test_attack_reading_a_root_only_file(root_only_file: Path) -> None:
+    result = _attack(_try_each([str(root_only_file), "/etc/shadow", "/root/.bashrc", "/proc/1/environ"]))
+    assert "TOP-SECRET-0600" not in result.stdout and "READ" not in result.stdout
+
+
+@needs_bwrap
+def test_attack_reading_the_project_and_the_hidden_tests() -> None:
+    import arena.arenas.coding_tasks as tasks
+
+    project = Path(__file__).resolve().parents[2]
+    paths = [tasks.__file__, str(project / "pyproject.toml"), str(project / "arenas" / "coding.py"), str(project)]
+    code = _try_each(paths[:3]) + textwrap.dedent(
+        f"""
+        import os, sys
+        for d in ({str(project)!r}, "/root", "/work", "/home"):
+            try:
+                print("LISTED", d, os.listdir(d))
+            except OSError as exc:
+                print("DENIED", d, type(exc).__name__)
+        try:
+            import arena.arenas.coding_tasks
+            print("READ import")
+        except ImportError:
+            print("DENIED import")
+        """
+    )
+    result = _attack(code)
+    assert "READ" not in result.stdout and "LISTED" not in result.stdout, result.stdout
+    assert "def sum_multiples" not in result.stdout
+
+
+@needs_bwrap
+def test_attack_reading_the_parents_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_TEST_SECRET", "hunter2-environ")
+    code = textwrap.dedent(
+        """
+        import os
+        print("ENV", dict(os.environ))
+        for pid in [os.getppid(), 1] + [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+            for what in ("environ", "cmdline"):
+                try:
+                    with open(f"/proc/{pid}/{what}", "rb") as f:
+                        print("PROC", pid, what, f.read())
+                except OSError as exc:
+                    print("DENIED", pid, what, type(exc).__name__)
+        """
+    )
+    result = _attack(code)
+    assert "hunter2-environ" not in result.stdout and "ARENA_TEST_SECRET" not in result.stdout
+    assert "DENIED" in result.stdout  # it did try: the supervisor's environ is refused (another user)
+
+
+@needs_bwrap
+def test_attack_writing_outside_the_private_directory(tmp_path: Path) -> None:
+    token = f"arena-escape-{os.getpid()}-{time.monotonic_ns()}"
+    targets = [f"/tmp/{token}", f"/dev/shm/{token}", str(tmp_path / token), f"/var/tmp/{token}", f"/{token}"]
+    code = textwrap.dedent(
+        f"""
+        import os
+        for p in {targets!r}:
+            try:
+                with open(p, "w") as f:
+                    f.write("escaped")
+                print("WROTE", p)
+            except OSError as exc:
+                print("DENIED", p, type(exc).__name__)
+        """
+    )
+    result = _attack(code)
+    assert all(not Path(t).exists() for t in targets), result.stdout
+    # /tmp and /dev/shm inside are private tmpfs: writable there, gone afterwards and never the host's.
+    assert f"WROTE /tmp/{token}" in result.stdout and f"DENIED /{token}" in result.stdout
+
+
+@needs_bwrap
+def test_attack_starting_a_subprocess_and_one_that_outlives_the_run() -> None:
+    token = f"arena-straggler-{time.monotonic_ns()}"
+    code = textwrap.dedent(
+        f"""
+        import os, subprocess, sys, time
+        for argv in (["/bin/sh", "-c", "id"], ["sleep", "30"]):
+            try:
+                subprocess.run(argv, timeout=2)
+                print("RAN", argv)
+            except (OSError, subprocess.SubprocessError) as exc:
+                print("DENIED", argv, type(exc).__name__)
+        # The interpreter itself is in the sandbox: start it, detached, to outlive the run.
+        p = subprocess.Popen([sys.executable, "-I", "-S", "-c", "import time; time.sleep(30)  # {token}"],
+                             start_new_session=True)
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(30)
+            os._exit(0)
+        print("STARTED", p.pid, flush=True)
+        """
+    )
+    result = _attack(code, timeout_s=3.0)
+    assert "RAN" not in result.stdout and "STARTED" in result.stdout  # no shell, no coreutils; python runs inside
+    assert _nobody_processes() == []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                assert token not in (entry / "cmdline").read_text(errors="replace")
+
+
+@needs_bwrap
+def test_attack_connecting_to_a_listener_on_host_loopback() -> None:
+    with _listener() as server:
+        port = server.getsockname()[1]
+        code = textwrap.dedent(
+            f"""
+            import socket
+            for host in ("127.0.0.1", "localhost"):
+                try:
+                    socket.create_connection((host, {port}), timeout=1).sendall(b"hi")
+                    print("CONNECTED", host)
+                except OSError as exc:
+                    print("DENIED", host, type(exc).__name__)
+            """
+        )
+        result = _attack(code)
+        assert "CONNECTED" not in result.stdout
+        assert not _saw_connection(server)
+
+
+@needs_bwrap
+def test_the_worker_has_no_capabilities_and_is_nobody() -> None:
+    result = _attack("print(open('/proc/self/status').read())")
+    status = dict(line.split(":\t", 1) for line in result.stdout.splitlines() if ":\t" in line)
+    for name in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+        assert int(status[name], 16) == 0, (name, status[name])
+    # Only the two the supervisor needs to make workers nobody, never to be regained (no_new_privs, nosuid).
+    assert int(status["CapBnd"], 16) & ~0xC0 == 0
+    assert status["NoNewPrivs"].strip() == "1" and status["Uid"].split()[:2] == ["65534", "65534"]
+
+
+@needs_bwrap
+def test_a_program_cannot_change_its_neighbours_results() -> None:
+    """In one sandbox, a program that kills, floods the shared pipes, leaves a straggler and plants files does not
+    change what the next program reports, nor does it find the next program's code or input in its memory."""
+    honest = "import os\nprint(sorted(os.listdir('.')), os.path.exists('/tmp/planted'), os.path.exists('/dev/shm/planted'), input())\nos.write(3, b'mine')"
+    attacker = textwrap.dedent(
+        """
+        import os, signal, time
+        for pid in range(1, 64):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        open("/tmp/planted", "w").write("x")
+        open("/dev/shm/planted", "w").write("x")
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(0.5)
+            for fd in (1, 2, 3, 4):
+                try:
+                    os.write(fd, b"FORGED\\n")
+                except OSError:
+                    pass
+            os._exit(0)
+        mem = open("/proc/self/mem", "rb")
+        found = False
+        for line in open("/proc/self/maps"):
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            if "r" in line.split()[1][:1]:
+                try:
+                    mem.seek(lo)
+                    found = found or b"NEIGHBOUR-SECRET" in mem.read(hi - lo)
+                except (OSError, OverflowError, ValueError):
+                    pass
+        print("FOUND" if found else "NOT-FOUND")
+        """
+    )
+    alone = run_python(honest, stdin="NEIGHBOUR-SECRET\n")
+    before, after = (
+        run_batch(
+            [(honest, "NEIGHBOUR-SECRET\n"), (HOOK_OFF + attacker, None), (honest, "NEIGHBOUR-SECRET\n")], timeout_s=3.0
+        )[::2],
+        run_batch([(HOOK_OFF + attacker, None), (honest, "NEIGHBOUR-SECRET\n")], timeout_s=3.0),
+    )
+    for result in (*before, after[1]):
+        assert result.ok and (result.stdout, result.channel) == (alone.stdout, alone.channel), result
+    assert "NOT-FOUND" in after[0].stdout and "FORGED" not in after[1].stdout + after[1].stderr
