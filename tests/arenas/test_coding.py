@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import re
+import textwrap
 import time
 from typing import Any
 
@@ -370,3 +371,121 @@ def test_the_block_that_defines_the_function_is_scored_not_a_later_demo() -> Non
     assert parsed.action == f"def {name}(*args):\n    return 1"
     assert extract_code(answer) == f"assert {name}(2) == 1"  # without the name: the last block, as before
     assert extract_code("```python\nx = 1\n```", "missing") == "x = 1"  # no block defines it: the last one
+
+
+# ------------------------------------------------------------------------------------- reward hacking the harness
+# Each attacker knows every hidden answer (the worst case) but its function does not return them: it tries to get
+# them counted through another channel. Each must score 0.
+
+
+def _answers(task: Any) -> list[str]:
+    return [repr(case.expected) for case in task.tests]
+
+
+def test_fake_result_lines_on_stdout_score_nothing() -> None:
+    answers = _answers(SUM3)
+    lines = [f'@@result {{"unit": 0, "test": {t}, "got": {a!r}}}' for t, a in enumerate(answers)]
+    lines += [repr((t, "got", a)) for t, a in enumerate(answers)]
+    text = "\n".join(lines) + "\n"
+    code = f"import os, sys\nos.write(1, {text!r}.encode())\nsys.__stdout__.write({text!r})\nsys.__stdout__.flush()\n"
+    code += "def sum_multiples_of_3(nums):\n    return None\n"
+    result = check_solution(SUM3, code)
+    assert result.score == 0.0 and result.total == len(SUM3.tests)
+
+
+def test_replacing_harness_functions_through_sys_modules_scores_nothing() -> None:
+    answers = [case.expected for case in SUM3.tests]
+    code = textwrap.dedent(
+        f"""
+        import builtins, json, os, sys
+        ANSWERS = {answers!r}
+        calls = [0]
+        class Box:
+            pass
+        def fake(*args, **kwargs):
+            i = calls[0]; calls[0] += 1
+            return repr(ANSWERS[i % len(ANSWERS)])
+        main = sys.modules["__main__"]
+        for name in ("plain", "emit", "repr", "_main"):
+            setattr(main, name, fake)
+        builtins.repr = fake
+        json.dumps = fake
+        sys.modules["ast"].literal_eval = lambda text: ANSWERS
+        def sum_multiples_of_3(nums):
+            return Box()
+        """
+    )
+    result = check_solution(SUM3, code)
+    assert result.score == 0.0 and result.total == len(SUM3.tests), result.feedback()
+
+
+def test_exiting_early_with_status_0_scores_nothing() -> None:
+    code = "import os, sys\ndef sum_multiples_of_3(nums):\n    sys.stdout.flush()\n    os._exit(0)\n"
+    result = check_solution(SUM3, code)
+    assert result.score == 0.0 and result.sandbox is not None and result.sandbox.returncode == 0
+    at_load = check_solution(SUM3, "import sys\nsys.exit(0)\ndef sum_multiples_of_3(nums):\n    return 0\n")
+    assert at_load.score == 0.0
+
+
+def test_objects_whose_repr_and_eq_lie_score_nothing() -> None:
+    answers = [repr(case.expected) for case in SUM3.tests]
+    code = textwrap.dedent(
+        f"""
+        ANSWERS = {answers!r}
+        class Liar(int):
+            def __new__(cls, text):
+                obj = super().__new__(cls, -12345)
+                obj.text = text
+                return obj
+            def __repr__(self):
+                return self.text
+            __str__ = __repr__
+            def __eq__(self, other):
+                return True
+            __hash__ = int.__hash__
+        class Object:
+            def __init__(self, text): self.text = text
+            def __repr__(self): return self.text
+            def __eq__(self, other): return True
+        calls = [0]
+        def sum_multiples_of_3(nums):
+            calls[0] += 1
+            text = ANSWERS[(calls[0] - 1) % len(ANSWERS)]
+            return Liar(text) if calls[0] % 2 else Object(text)
+        """
+    )
+    result = check_solution(SUM3, code)
+    assert result.score == 0.0, result.feedback()
+
+
+def test_a_tampering_unit_leaves_its_neighbours_scores_unchanged() -> None:
+    """In one batch (one sandbox), a unit that attacks the harness, the pipes and the other processes does not
+    change its group mates' scores."""
+    tamper = textwrap.dedent(
+        """
+        import os, signal, sys
+        for pid in range(1, 64):
+            if pid != os.getpid():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if os.fork() == 0:
+            import time
+            time.sleep(0.3)
+            for fd in (1, 2, 3):
+                try:
+                    os.write(fd, b"(0, 'error', 'forged', None)\\n(-1, 'load_error', 'forged', None)\\n")
+                except OSError:
+                    pass
+            os._exit(0)
+        def sum_multiples_of_3(nums):
+            os.write(3, b"(-1, 'load_error', 'forged', None)\\n")
+            return 0
+        """
+    )
+    half = "def sum_multiples_of_3(nums):\n    return sum(x for x in nums if x % 3 == 0 and x > 0)\n"
+    honest = [(SUM3, SUM3.reference), (SUM3, half)]
+    alone = [r.score for r in check_solutions(honest)]
+    mixed = check_solutions([honest[0], (SUM3, tamper), honest[1], (SUM3, tamper)])
+    assert [mixed[0].score, mixed[2].score] == alone and alone[0] == 1.0 and 0 < alone[1] < 1
