@@ -19,16 +19,19 @@ from __future__ import annotations
 import ast
 import json
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
+import structlog
 
 from arena.arenas.base import Move, ParseResult, SeatView
 from arena.arenas.coding_tasks import CodingTask, TestCase, tasks_for
-from arena.arenas.sandbox import SandboxResult, run_batch
+from arena.arenas.sandbox import SandboxResult, describe_isolation, launch_mode, run_batch
 from arena.arenas.single_task import SingleTaskTextEnv
+from arena.core.errors import ArenaError
 
 __all__ = [
     "CheckResult",
@@ -424,6 +427,33 @@ def extract_code(answer: str, function: str | None = None) -> str:
     return "\n".join([*head[start:], answer[match.start() :]]).strip()
 
 
+UNSAFE_ENV = "ARENA_UNSAFE_SANDBOX"
+
+
+class SandboxUnavailableError(ArenaError):
+    """The machine cannot isolate model code (no bubblewrap) and nobody opted in to running it anyway."""
+
+
+_announced: set[str] = set()
+
+
+def require_sandbox(unsafe: bool = False) -> str:
+    """Check that model code will run under OS isolation (or that the user opted out with ``unsafe_sandbox=True``
+    or ``ARENA_UNSAFE_SANDBOX=1``), log once per process which isolation it gets, and return that line."""
+    mode = launch_mode()
+    line = describe_isolation(mode)
+    if not mode.contained and not (unsafe or os.environ.get(UNSAFE_ENV, "") not in ("", "0")):
+        raise SandboxUnavailableError(
+            f"the coding arena runs model code only under OS isolation and got {mode.isolation!r}: install "
+            f"bubblewrap (apt-get install -y bubblewrap) or opt in with arena_kwargs unsafe_sandbox=true or "
+            f"{UNSAFE_ENV}=1"
+        )
+    if line not in _announced:
+        _announced.add(line)
+        structlog.get_logger("arena.sandbox").info(line)
+    return line
+
+
 class CodingEnv(SingleTaskTextEnv[CodingTask]):
     """Single-agent coding tasks (see the module docstring). The observation is ``[task index, attempts left]``;
     the text the model reads comes from the adapter (``env.unwrapped.arena_text_adapter``)."""
@@ -437,7 +467,9 @@ class CodingEnv(SingleTaskTextEnv[CodingTask]):
         max_attempts: int = 1,
         timeout_s: float = 5.0,
         memory_mb: int = 512,
+        unsafe_sandbox: bool = False,
     ) -> None:
+        self.sandbox = require_sandbox(unsafe_sandbox)
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
         self.split = split
