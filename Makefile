@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 ARENA := $(VENV)/bin/arena
 
-.PHONY: install dev demo test test-fast lint clean
+.PHONY: install dev demo test test-fast lint clean sandbox-tools
 
 $(PY):
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "arena needs Python 3.11+"'
@@ -29,9 +29,15 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	$(PIP) install -q -e '.[dev]'
 	@touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed sandbox-tools
 
-dev: $(VENV)/.installed-dev
+# bubblewrap isolates the coding arena's model code; installed where we can (root on Debian), never fatal.
+sandbox-tools:
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) >/dev/null 2>&1; } || \
+		echo "bubblewrap not installed: the coding arena will refuse to run model code without it" >&2
+
+dev: $(VENV)/.installed-dev sandbox-tools
 
 # The main job in short: a MAGE population run on `tiny` (built on first use, about 4 minutes) against MAGE's
 # Kuhn poker pool, then evaluation against the opponents it never met (CFR), then the run's report (learning
