@@ -417,7 +417,7 @@ class Run:
         path = self.out_dir / "population.json"
         tmp = path.with_suffix(".json.tmp")
         summary = {"iteration": self.iteration, **self.population.summary(), "ratings": self.population.ratings_table()}
-        tmp.write_text(json.dumps(rundir.portable(summary, self.out_dir), indent=2, default=str))
+        tmp.write_text(json.dumps(summary, indent=2, default=str))
         os.replace(tmp, path)
 
     # -- checkpoints --------------------------------------------------------------------------------------
@@ -512,7 +512,8 @@ class Run:
         """Continue from the newest intact checkpoint; returns it (None: no checkpoint yet, start over).
 
         Damaged newer checkpoints are skipped, said in one log line (which, why, and which one is used), and set
-        aside as ``step-N.damaged`` (kept, never deleted). With checkpoints but none intact: one ``ArenaError``.
+        aside as ``step-N.damaged`` (kept, never deleted). With checkpoints but none intact: one ``ArenaError``,
+        and nothing is moved.
         ``metrics.jsonl`` is cut back to the resumed iteration in every case.
         """
         damaged: list[ck.DamagedCheckpoint] = []
@@ -527,16 +528,16 @@ class Run:
                 continue
             used = candidate
             break
+        if damaged and used is None:  # nothing to resume from: stop, and leave every file as it is
+            raise ArenaError(
+                f"no intact checkpoint in {self.out_dir / ck.CHECKPOINTS}: {ck.describe_damage(damaged)}; "
+                "nothing was changed (start over with --overwrite, or repair one of them)"
+            )
         if self.dist.is_main:
+            # The resumed run re-reaches the damaged steps and would replace them: set them aside first.
             moved = [ck.set_aside(d.path).name for d in damaged]
             if used is None:
                 rundir.cut_metrics(self.out_dir / "metrics.jsonl", 0)
-        if damaged and used is None:
-            raise ArenaError(
-                f"no intact checkpoint in {self.out_dir / ck.CHECKPOINTS}: {ck.describe_damage(damaged)} "
-                f"(kept as {', '.join(moved) or 'step-N.damaged'}); "
-                "start over with --overwrite"
-            )
         if damaged:
             log.warning(
                 f"checkpoint: {ck.describe_damage(damaged)}; resuming from {used.name if used else None}",
@@ -954,7 +955,7 @@ class Run:
             log.info("population: snapshots joined the pool", members=[m.name for m in added])
         for row in self.population.ratings_table():
             metrics[f"rating/{row['name']}/elo"] = row["elo"]
-            metrics[f"rating/{row['name']}/trueskill"] = row["conservative"]
+            metrics[f"rating/{row['name']}/openskill"] = row["conservative"]
         metrics["population/members"] = len(self.population.pool.members)
         every = self.config.eval.every
         if (every and self.iteration % every == 0) or self.iteration == self.config.iterations:
@@ -991,17 +992,23 @@ class Run:
         (full disk, permissions) ends the run with one ``ArenaError`` naming the path and the cause.
         """
         lock = None
+
+        def refuse_reuse() -> list[str]:
+            existing = rundir.holds_run(self.out_dir)
+            if existing and not resume and not overwrite:
+                raise ArenaError(
+                    f"{self.out_dir} already holds a run ({', '.join(existing)}); continue it with --resume "
+                    f"{self.out_dir}, or start over with --overwrite"
+                )
+            return existing
+
         rundir.check_out_dir(self.out_dir)
-        existing = rundir.holds_run(self.out_dir)
-        if existing and not resume and not overwrite:
-            raise ArenaError(
-                f"{self.out_dir} already holds a run ({', '.join(existing)}); continue it with --resume "
-                f"{self.out_dir}, or start over with --overwrite"
-            )
+        refuse_reuse()  # every process, before the main one takes the lock
         if self.dist.is_main:
             lock = rundir.RunLock(self.out_dir)
         try:
-            if existing and overwrite and not resume and self.dist.is_main:
+            existing = refuse_reuse() if self.dist.is_main else []  # again: a writer may have finished meanwhile
+            if existing and overwrite and not resume:
                 rundir.clear_run(self.out_dir)
                 log.info("run: --overwrite: the old run's files were removed", out=str(self.out_dir))
             return self._run(resume)
