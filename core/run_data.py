@@ -188,8 +188,9 @@ def outcome_series(run: RunData, learner: str, section: str) -> dict[str, dict[s
 
 
 def rating_series(run: RunData) -> dict[str, dict[str, list[Point]]]:
-    """``{member: {"elo": [(x, y)...], "trueskill": [...]}}`` from the ``rating/<member>/<system>`` keys;
-    members in order of first appearance (snapshots join mid-run)."""
+    """``{member: {"elo": [(x, y)...], "openskill": [...]}}`` from the ``rating/<member>/<system>`` keys;
+    members in order of first appearance (snapshots join mid-run). ``openskill`` is μ − 3σ; runs written before
+    the ratings moved to openskill logged it as ``rating/<member>/trueskill``, read into the same series."""
     series: dict[str, dict[str, list[Point]]] = {}
     for row in run.metrics:
         x = x_of(int(row["iteration"]), "rating")
@@ -197,8 +198,9 @@ def rating_series(run: RunData) -> dict[str, dict[str, list[Point]]]:
             if not key.startswith("rating/") or not _finite(value):
                 continue
             member, _, system = key[len("rating/") :].rpartition("/")
-            if member and system in ("elo", "trueskill"):
-                series.setdefault(member, {"elo": [], "trueskill": []})[system].append((x, float(value)))
+            if member and system in ("elo", "openskill", "trueskill"):
+                system = "openskill" if system == "trueskill" else system
+                series.setdefault(member, {"elo": [], "openskill": []})[system].append((x, float(value)))
     return series
 
 
@@ -253,7 +255,7 @@ def final_ratings(run: RunData) -> list[dict[str, Any]]:
         return [dict(r) for r in run.population["ratings"] if isinstance(r, Mapping) and "name" in r]
     rows = []
     for member, systems in rating_series(run).items():
-        elo, skill = systems["elo"], systems["trueskill"]
+        elo, skill = systems["elo"], systems["openskill"]
         rows.append(
             {"name": member, "elo": elo[-1][1] if elo else None, "conservative": skill[-1][1] if skill else None}
         )

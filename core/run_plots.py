@@ -156,14 +156,14 @@ def plot_win_rate_matrix(matrix: dict[str, Any] | None, path: Path) -> Path | No
 
 
 def plot_ratings(run: RunData, path: Path) -> Path | None:
-    """Elo and TrueSkill conservative (μ − 3σ) over iterations, one line per member, from ``rating/*``."""
+    """Elo and openskill's conservative rating (μ − 3σ) over iterations, one line per member, from ``rating/*``."""
     series = rating_series(run)
     if not series:
         return None
     plt = _pyplot()
     palette = colors(series)
     fig, (ax_elo, ax_ts) = plt.subplots(1, 2, figsize=(13, 4.5))
-    for ax, system, label in ((ax_elo, "elo", "Elo"), (ax_ts, "trueskill", "TrueSkill μ − 3σ")):
+    for ax, system, label in ((ax_elo, "elo", "Elo"), (ax_ts, "openskill", "openskill μ − 3σ")):
         for name, s in series.items():
             if s[system]:
                 xs, ys = zip(*s[system], strict=True)

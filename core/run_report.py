@@ -287,8 +287,8 @@ def ratings_section(summary: dict[str, Any], plot: str | None) -> list[Block]:
         return [*blocks, Para("No ratings in this run.")]
     columns = [c for c in ("elo", "mu", "sigma", "conservative", "games", "wins", "draws", "losses") if c in ratings[0]]
     rows = [[str(r["name"]), *(_f(r.get(c), 1 if c == "elo" else 2) for c in columns)] for r in ratings]
-    header = ["member", *("TrueSkill μ − 3σ" if c == "conservative" else c for c in columns)]
-    return [*blocks, Para("Final ratings, best conservative TrueSkill first."), Table(header, rows)]
+    header = ["member", *("openskill μ − 3σ" if c == "conservative" else c for c in columns)]
+    return [*blocks, Para("Final ratings, best conservative openskill rating (μ − 3σ) first."), Table(header, rows)]
 
 
 def build_page(run: RunData, summary: dict[str, Any], plots: dict[str, str]) -> list[Block]:

@@ -7,7 +7,7 @@ are usable on their own. Nothing here needs torch.
 from arena.populations.manager import Population, snapshot_name
 from arena.populations.matchmaking import Matchup, default_matchups
 from arena.populations.pool import MatchStats, OpponentPool, PoolMember, pfsp_priority
-from arena.populations.ratings import Rating, Ratings, elo_update, trueskill_update
+from arena.populations.ratings import Rating, Ratings, elo_update, elo_update_many
 from arena.populations.settings import PFSPConfig, PopulationConfig, RatingsConfig
 
 __all__ = [
@@ -23,7 +23,7 @@ __all__ = [
     "RatingsConfig",
     "default_matchups",
     "elo_update",
+    "elo_update_many",
     "pfsp_priority",
     "snapshot_name",
-    "trueskill_update",
 ]

@@ -5,7 +5,8 @@ The trainer drives it once per iteration:
 1. ``matchups(iteration, groups, learner_seat)``: each learner's groups, one pool member per group; the trainer
    builds the trial specs and sets ``spec.meta = {"learner": name, "opponent": member name}`` on each.
 2. ``record(trial)`` after every trial (the ``match_end`` moment): the learner's outcome in the trial's final
-   episode updates its record against the member (which PFSP reads) and both players' ratings.
+   episode updates its record against the member (which PFSP reads) and both players' ratings; a trial of
+   three or more seats (liar's dice for three, a free-for-all) is rated as one ranked game of all its seats.
 3. ``evolve(iteration, snapshot)`` after the update, with the iteration counted from 1: every
    ``snapshot_every`` iterations each learner's frozen copy joins the pool as ``f"{learner}@it{iteration}"``.
 
@@ -19,8 +20,8 @@ Checkpoint state (``state_dict()``, JSON; a checkpoint's ``state.json`` holds it
         "stats": [{"learner", "member", "wins", "draws", "losses"}, ...],          # the learner's side
         "learner_specs": {learner name: live seat spec, ...}
       },
-      "ratings": {"version": 1, "players": [{"name", "elo", "mu", "sigma", "games", "wins", "draws",
-                                             "losses"}, ...]}                        # Ratings.state_dict()
+      "ratings": {"version": 2, "system": "openskill", "model", "players": [{"name", "elo", "mu", "sigma",
+                  "games", "wins", "draws", "losses"}, ...]}                          # Ratings.state_dict()
     }
 
 ``arena eval`` reads ``state["population"]["ratings"]``; ``Ratings(config).load_state_dict(...)`` then
@@ -151,7 +152,40 @@ class Population:
             member = self.pool.members[opponent]
             if member.kind == "learner" and member.owner in self.learners and learner in self.pool:
                 self.pool.record(member.owner, learner, 1.0 - score)
-        self.ratings.record(learner, opponent, score)
+        if len(trial.spec.seats) > 2:
+            players, scores = self.match_players(trial, learner, opponent)
+            self.ratings.record_match(players, scores)
+        else:
+            self.ratings.record(learner, opponent, score)
+
+    def match_players(self, trial: TrialRecord, learner: str, opponent: str) -> tuple[list[str], list[float]]:
+        """The rated players of a trial with more than two seats, and their final-episode returns.
+
+        The learner's seat is the learner; every other seat is named by ``meta["seat_names"]`` when the trial
+        has it (one name per seat, the learner's included), else by the pool member with that seat spec
+        (``opponent`` first, ``meta["opponent"]``), else by the spec itself. A player holding several seats plays
+        once, with the mean of its seats' returns.
+        """
+        agents = list(trial.final.returns)
+        names = trial.spec.meta.get("seat_names")
+        if names is not None and (not isinstance(names, list | tuple) or len(names) != len(trial.spec.seats)):
+            raise ArenaError(f"trial {trial.spec.trial_id}: meta['seat_names'] must name every seat, got {names!r}")
+        index = self.learner_seat_index(trial, learner)
+        by_spec: dict[str, str] = {}
+        for member in self.pool.members.values():
+            by_spec.setdefault(member.spec, member.name)
+        if opponent in self.pool:
+            by_spec[self.pool.members[opponent].spec] = opponent
+        returns: dict[str, list[float]] = {}
+        for i, spec in enumerate(trial.spec.seats):
+            if i == index:
+                name = learner
+            elif names is not None:
+                name = str(names[i])
+            else:
+                name = by_spec.get(spec, spec)
+            returns.setdefault(name, []).append(float(trial.final.returns[agents[i]]))
+        return list(returns), [sum(r) / len(r) for r in returns.values()]
 
     def evolve(self, iteration: int, snapshot: Callable[[str], str]) -> list[PoolMember]:
         """Every ``snapshot_every`` iterations (``iteration`` counted from 1 after the update), add a snapshot

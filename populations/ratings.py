@@ -1,48 +1,53 @@
-"""Elo and two-player TrueSkill over a population, written out so the numbers can be checked by hand.
+"""Elo and a Weng-Lin Bayesian rating (``openskill``) over a population, for two players or many.
 
-Elo: E_a = 1 / (1 + 10^((R_b − R_a)/400)); R_a += k·(S_a − E_a), R_b −= k·(S_a − E_a), S_a ∈ {1, ½, 0}.
+Elo: E_a = 1 / (1 + 10^((R_b − R_a)/400)); R_a += k·(S_a − E_a), R_b −= k·(S_a − E_a), S_a ∈ {1, ½, 0}. A game
+of n > 2 players is scored as the n(n−1)/2 pairwise games it implies (the better-placed player of each pair won,
+equal places drew), each with step k/(n−1), so every player moves by at most k per game as in the two-player case.
 
-TrueSkill (Herbrich, Minka and Graepel 2006, the exact two-player case): before a game each σ² gets τ² added
-(dynamics); c² = 2β² + σ_a² + σ_b²; the draw margin is ε = Φ⁻¹((p_draw + 1)/2)·√2·β. With d = +1 when a won
-or drew and −1 when a lost, t = d·(μ_a − μ_b)/c and e = ε/c:
+The Bayesian rating is ``openskill``'s (Weng and Lin 2011, "A Bayesian Approximation Method for Online
+Ranking"): every player has a Gaussian skill belief (μ, σ) on TrueSkill's scale (a newcomer is 25 ± 25/3), and a
+game updates the beliefs from the players' ranking, so free-for-all games of any size (three-player liar's
+dice) are rated as one ranked match. ``RatingsConfig.model`` picks the library's model (default
+``plackett_luce``, the library's default); ``thurstone_mosteller_*`` are the closest to TrueSkill and take the
+draw margin from ``draw_probability``. The leaderboard number is ``ordinal()``, μ − 3σ (``conservative``).
 
-- decisive game: v(t) = φ(t − e)/Φ(t − e), w(t) = v·(v + t − e);
-- draw: v(t) = (φ(−e − t) − φ(e − t)) / (Φ(e − t) − Φ(−e − t)),
-  w(t) = v² + ((e − t)·φ(e − t) + (e + t)·φ(e + t)) / (Φ(e − t) − Φ(−e − t));
-- μ_a += d·σ_a²/c·v, μ_b −= d·σ_b²/c·v, σ_i² ← σ_i²·(1 − σ_i²/c²·w).
-
-With the defaults (μ 25, σ 25/3, β 25/6, τ 25/300, p_draw 0.1) a first game between newcomers gives the winner
-29.396 ± 7.171 and the loser 20.604 ± 7.171, a draw 25.000 ± 6.458 each: the numbers the ``trueskill`` package
-documents.
-
-``Ratings.state_dict()`` (JSON) is ``{"version": 1, "players": [{"name", "elo", "mu", "sigma", "games", "wins",
-"draws", "losses"}, ...]}`` with players in the order they joined.
+``Ratings.state_dict()`` (JSON) is ``{"version": 2, "system": "openskill", "model", "players": [{"name", "elo",
+"mu", "sigma", "games", "wins", "draws", "losses"}, ...]}`` with players in the order they joined. A version-1
+state (arena-rl 0.1.0's hand-written two-player TrueSkill) loads as it is: its μ and σ are the same kind of
+Gaussian belief on the same scale, so they carry over and the next games update them with openskill.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from statistics import NormalDist
 from typing import Any
 
 import attrs
+from openskill.models import (
+    BradleyTerryFull,
+    BradleyTerryPart,
+    PlackettLuce,
+    ThurstoneMostellerFull,
+    ThurstoneMostellerPart,
+)
 
 from arena.core.errors import ArenaError
 from arena.populations.settings import RatingsConfig
 
-_SQRT2 = math.sqrt(2.0)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-# Below this the normal tail underflows; v and w switch to their asymptotic series there.
-_TAIL = -30.0
+#: ``RatingsConfig.model`` → the openskill model class.
+MODELS: dict[str, Any] = {
+    "plackett_luce": PlackettLuce,
+    "thurstone_mosteller_full": ThurstoneMostellerFull,
+    "thurstone_mosteller_part": ThurstoneMostellerPart,
+    "bradley_terry_full": BradleyTerryFull,
+    "bradley_terry_part": BradleyTerryPart,
+}
 
-
-def normal_pdf(x: float) -> float:
-    return _INV_SQRT_2PI * math.exp(-0.5 * x * x)
-
-
-def normal_cdf(x: float) -> float:
-    # erfc keeps full relative precision in the lower tail, where 0.5·(1 + erf) would cancel to 0.
-    return 0.5 * math.erfc(-x / _SQRT2)
+STATE_VERSION = 2
+#: What each ratings-state version holds (the message when a state is of none of them names these).
+STATE_VERSIONS = {1: "hand-written two-player TrueSkill (arena-rl 0.1.0)", 2: "openskill"}
 
 
 # -- Elo ----------------------------------------------------------------------------------------------------------
@@ -59,54 +64,49 @@ def elo_update(rating_a: float, rating_b: float, score_a: float, k: float) -> tu
     return rating_a + delta, rating_b - delta
 
 
-# -- TrueSkill ----------------------------------------------------------------------------------------------------
+def elo_update_many(ratings: Sequence[float], scores: Sequence[float], k: float) -> list[float]:
+    """Every player's Elo after one game of n players with results ``scores`` (higher is better): the sum of the
+    pairwise updates, each with step k/(n−1), all computed from the ratings before the game."""
+    n = len(ratings)
+    if n < 2:
+        raise ArenaError("a rated game needs at least two players")
+    step = k / (n - 1)
+    deltas = [0.0] * n
+    for i in range(n):
+        for j in range(i + 1, n):
+            s = 1.0 if scores[i] > scores[j] else 0.5 if scores[i] == scores[j] else 0.0
+            d = step * (s - elo_expected(ratings[i], ratings[j]))
+            deltas[i] += d
+            deltas[j] -= d
+    return [r + d for r, d in zip(ratings, deltas, strict=True)]
+
+
+# -- openskill ----------------------------------------------------------------------------------------------------
 
 
 def draw_margin(draw_probability: float, beta: float, players: int = 2) -> float:
-    """ε such that two equal players draw with ``draw_probability``: Φ⁻¹((p + 1)/2)·√players·β."""
+    """ε such that two equal players draw with ``draw_probability``: Φ⁻¹((p + 1)/2)·√players·β (TrueSkill's
+    relation; the Thurstone-Mosteller models take it as their ``epsilon``)."""
     return NormalDist().inv_cdf((draw_probability + 1.0) / 2.0) * math.sqrt(players) * beta
 
 
-def v_win(t: float, e: float) -> float:
-    """Mean correction of a decisive game; ``t`` the winner's lead over c, ``e`` the draw margin over c."""
-    x = t - e
-    if x < _TAIL:  # Mills ratio series: φ(x)/Φ(x) = −x − 1/x + 2/x³ + …
-        return -x - 1.0 / x + 2.0 / x**3
-    return normal_pdf(x) / normal_cdf(x)
+def make_model(config: RatingsConfig) -> Any:
+    """The openskill model ``config`` describes."""
+    cls = MODELS[config.model]
+    kwargs: dict[str, Any] = {"mu": config.mu, "sigma": config.sigma, "beta": config.beta, "tau": config.tau}
+    if config.model.startswith("thurstone_mosteller"):
+        kwargs["epsilon"] = draw_margin(config.draw_probability, config.beta)
+    return cls(**kwargs)
 
 
-def w_win(t: float, e: float) -> float:
-    """Variance correction of a decisive game, in (0, 1)."""
-    x = t - e
-    if x < _TAIL:
-        return 1.0 - 1.0 / (x * x)
-    v = v_win(t, e)
-    return v * (v + x)
-
-
-def v_draw(t: float, e: float) -> float:
-    """Mean correction of a draw; ``t`` = (μ_a − μ_b)/c, negative when a was the stronger."""
-    s = abs(t)  # computed for |t| and signed back: the formula is odd in t, and this form is the stable one
-    a, b = e - s, -e - s
-    denom = normal_cdf(a) - normal_cdf(b)
-    v = (normal_pdf(b) - normal_pdf(a)) / denom if denom > 0 else a
-    return v if t >= 0 else -v
-
-
-def w_draw(t: float, e: float) -> float:
-    """Variance correction of a draw, in (0, 1)."""
-    s = abs(t)
-    a, b = e - s, -e - s
-    denom = normal_cdf(a) - normal_cdf(b)
-    if denom <= 0:  # both ends far in the tail: the truncated Gaussian has almost no variance left
-        return 1.0
-    v = v_draw(s, e)
-    return v * v + (a * normal_pdf(a) - b * normal_pdf(b)) / denom
+def ranks_of(scores: Sequence[float]) -> list[int]:
+    """Competition ranks, 0 the best: higher scores place better, equal scores share a place (a draw)."""
+    return [sum(1 for other in scores if other > s) for s in scores]
 
 
 @attrs.frozen
 class Rating:
-    """One player's ratings: Elo, and TrueSkill's mean ``mu`` and uncertainty ``sigma``."""
+    """One player's ratings: Elo, and openskill's mean skill ``mu`` and uncertainty ``sigma``."""
 
     elo: float
     mu: float
@@ -114,34 +114,8 @@ class Rating:
 
     @property
     def conservative(self) -> float:
-        """μ − 3σ: a skill the player exceeds with about 99.9% belief (TrueSkill's leaderboard number)."""
+        """μ − 3σ (openskill's ``ordinal()``): a skill the player exceeds with about 99.9% belief."""
         return self.mu - 3.0 * self.sigma
-
-
-def trueskill_update(
-    a: tuple[float, float],
-    b: tuple[float, float],
-    score_a: float,
-    beta: float,
-    tau: float,
-    draw_probability: float,
-) -> tuple[tuple[float, float], tuple[float, float]]:
-    """``((mu_a, sigma_a), (mu_b, sigma_b))`` after a game in which a scored ``score_a`` (1, ½ or 0)."""
-    (mu_a, sigma_a), (mu_b, sigma_b) = a, b
-    var_a = sigma_a * sigma_a + tau * tau
-    var_b = sigma_b * sigma_b + tau * tau
-    c2 = 2.0 * beta * beta + var_a + var_b
-    c = math.sqrt(c2)
-    e = draw_margin(draw_probability, beta) / c
-    d = -1.0 if score_a == 0.0 else 1.0
-    t = d * (mu_a - mu_b) / c
-    if score_a == 0.5:
-        v, w = v_draw(t, e), w_draw(t, e)
-    else:
-        v, w = v_win(t, e), w_win(t, e)
-    new_a = (mu_a + d * var_a / c * v, math.sqrt(var_a * (1.0 - var_a / c2 * w)))
-    new_b = (mu_b - d * var_b / c * v, math.sqrt(var_b * (1.0 - var_b / c2 * w)))
-    return new_a, new_b
 
 
 # -- the table ----------------------------------------------------------------------------------------------------
@@ -175,14 +149,16 @@ _PLAYER_KEYS = ("name", "elo", "mu", "sigma", "games", "wins", "draws", "losses"
 
 
 class Ratings:
-    """Elo and TrueSkill ratings of named players, with their game records.
+    """Elo and openskill ratings of named players, with their game records.
 
-    Players join on ``add`` or on their first ``record`` (at the configured initial ratings). A game updates
-    both systems at once from the same result.
+    Players join on ``add`` or on their first game (at the configured initial ratings). A game updates both
+    systems at once from the same result. In a game of more than two players a player's record counts a win
+    for sole first place, a draw for a shared first place and a loss otherwise.
     """
 
     def __init__(self, config: RatingsConfig | None = None) -> None:
         self.config = config or RatingsConfig()
+        self.model = make_model(self.config)
         self._players: dict[str, _Player] = {}
 
     def __contains__(self, name: object) -> bool:
@@ -214,20 +190,34 @@ class Ratings:
         """One game between ``a`` and ``b``; ``score_a`` is a's result: 1 win, 0.5 draw, 0 loss."""
         if score_a not in (0.0, 0.5, 1.0):
             raise ArenaError(f"a game score must be 1 (win), 0.5 (draw) or 0 (loss), got {score_a!r}")
-        if a == b:
-            raise ArenaError(f"player {a!r} cannot be rated against itself")
-        for name in (a, b):
+        self.record_match([a, b], [score_a, 1.0 - score_a])
+
+    def record_match(self, players: Sequence[str], scores: Sequence[float]) -> None:
+        """One game of two or more distinct players; ``scores[i]`` is player i's result, higher is better
+        (returns, or 1/½/0), equal scores share a place. Elo and openskill both update from the ranking."""
+        if len(players) != len(scores):
+            raise ArenaError(f"{len(players)} players but {len(scores)} scores")
+        if len(players) < 2:
+            raise ArenaError("a rated game needs at least two players")
+        if len(set(players)) != len(players):
+            raise ArenaError(f"a player cannot be rated against itself: {list(players)}")
+        if not all(math.isfinite(s) for s in scores):
+            raise ArenaError(f"game scores must be finite, got {list(scores)}")
+        for name in players:
             if name not in self._players:
                 self.add(name)
-        pa, pb = self._players[a], self._players[b]
-        cfg = self.config
-        pa.elo, pb.elo = elo_update(pa.elo, pb.elo, score_a, cfg.elo_k)
-        (pa.mu, pa.sigma), (pb.mu, pb.sigma) = trueskill_update(
-            (pa.mu, pa.sigma), (pb.mu, pb.sigma), score_a, cfg.beta, cfg.tau, cfg.draw_probability
-        )
-        for p, score in ((pa, score_a), (pb, 1.0 - score_a)):
+        ps = [self._players[name] for name in players]
+        ranks = ranks_of(scores)
+        for p, elo in zip(ps, elo_update_many([p.elo for p in ps], scores, self.config.elo_k), strict=True):
+            p.elo = elo
+        teams = [[self.model.rating(mu=p.mu, sigma=p.sigma)] for p in ps]
+        rated = self.model.rate(teams, ranks=[float(r) for r in ranks])
+        for p, (new,) in zip(ps, rated, strict=True):
+            p.mu, p.sigma = float(new.mu), float(new.sigma)
+        firsts = ranks.count(0)
+        for p, rank in zip(ps, ranks, strict=True):
             p.games += 1
-            count_result(p, score)
+            count_result(p, 0.0 if rank else 1.0 if firsts == 1 else 0.5)
 
     def table(self) -> list[dict[str, Any]]:
         """One row per player, best conservative rating (μ − 3σ) first; ties keep the joining order."""
@@ -249,13 +239,22 @@ class Ratings:
         return rows
 
     def state_dict(self) -> dict[str, Any]:
-        return {"version": 1, "players": [attrs.asdict(p) for p in self._players.values()]}
+        return {
+            "version": STATE_VERSION,
+            "system": "openskill",
+            "model": self.config.model,
+            "players": [attrs.asdict(p) for p in self._players.values()],
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Replace every player by those in ``state`` (as written by ``state_dict``)."""
-        players = state.get("players") if isinstance(state, dict) else None
-        if not isinstance(players, list) or state.get("version") != 1:
-            raise ArenaError("ratings state is not a version-1 ratings table")
+        """Replace every player by those in ``state`` (as written by ``state_dict``, or a version-1 state)."""
+        version = state.get("version") if isinstance(state, dict) else None
+        if version not in STATE_VERSIONS:
+            known = "; ".join(f"{v}: {what}" for v, what in STATE_VERSIONS.items())
+            raise ArenaError(f"ratings state has version {version!r}, which this arena cannot read (it reads {known})")
+        players = state.get("players")
+        if not isinstance(players, list):
+            raise ArenaError(f"version-{version} ratings state has no list of players")
         loaded: dict[str, _Player] = {}
         for row in players:
             if not isinstance(row, dict) or set(row) != set(_PLAYER_KEYS):

@@ -67,23 +67,30 @@ class PFSPConfig:
     prior_games: float = attrs.field(default=1.0, validator=_positive)
 
 
+RatingModel = Literal[
+    "plackett_luce", "thurstone_mosteller_full", "thurstone_mosteller_part", "bradley_terry_full", "bradley_terry_part"
+]
+
+
 @attrs.frozen
 class RatingsConfig:
-    """Elo and TrueSkill (Herbrich et al. 2006) over every learner, snapshot and opponent that has played."""
+    """Elo and openskill's Weng-Lin rating over every learner, snapshot and opponent that has played."""
 
     #: Elo step size: a rating moves by at most k points per game.
     elo_k: float = attrs.field(default=32.0, validator=_non_negative)
     #: Elo rating of a newcomer.
     elo_initial: float = 1000.0
-    #: TrueSkill mean skill of a newcomer.
+    #: The openskill model: plackett_luce, thurstone_mosteller_full/_part, bradley_terry_full/_part.
+    model: RatingModel = "plackett_luce"
+    #: Mean skill of a newcomer (openskill, on TrueSkill's scale).
     mu: float = 25.0
-    #: TrueSkill skill uncertainty (standard deviation) of a newcomer.
+    #: Skill uncertainty (standard deviation) of a newcomer.
     sigma: float = attrs.field(default=25 / 3, validator=_positive)
-    #: TrueSkill performance noise: a skill gap of beta gives the better player about a 76% chance to win.
+    #: Performance noise: a skill gap of beta gives the better player about a 76% chance to win.
     beta: float = attrs.field(default=25 / 6, validator=_positive)
-    #: TrueSkill dynamics: added (in quadrature) to every sigma before each game so ratings keep moving.
+    #: Dynamics: added (in quadrature) to every sigma before each game so ratings keep moving.
     tau: float = attrs.field(default=25 / 300, validator=_non_negative)
-    #: TrueSkill prior chance that two equal players draw; sets the draw margin.
+    #: Prior chance that two equal players draw: the draw margin of the thurstone_mosteller models (others: unused).
     draw_probability: float = attrs.field(default=0.10, validator=_open_unit_interval)
 
 
@@ -103,5 +110,5 @@ class PopulationConfig:
     learner_weight: float = attrs.field(default=1.0, validator=_non_negative)
     #: Prioritised fictitious self-play: reweight the draw by the learner's results against each member.
     pfsp: PFSPConfig = attrs.field(factory=PFSPConfig)
-    #: Elo and TrueSkill parameters of the population's rating table.
+    #: Elo and openskill parameters of the population's rating table.
     ratings: RatingsConfig = attrs.field(factory=RatingsConfig)

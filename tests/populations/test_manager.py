@@ -8,6 +8,7 @@ import pytest
 
 from arena.core.config import load_config
 from arena.core.errors import ArenaError, ConfigError
+from arena.core.records import EpisodeRecord, TrialRecord, TrialSpec
 from arena.populations.manager import Population
 from arena.populations.settings import PFSPConfig, PopulationConfig, RatingsConfig
 from tests.populations.helpers import trial
@@ -195,3 +196,42 @@ def test_config_loads_from_yaml_data():
         load_config(PopulationConfig, data={"ratings": {"draw_probability": 0}})
     with pytest.raises(ConfigError, match="max_snapshots"):
         load_config(PopulationConfig, data={"max_snapshots": 0})
+
+
+def three_seat_trial(seats: tuple[str, ...], returns: tuple[float, ...], meta: dict) -> TrialRecord:
+    agents = [f"player_{i}" for i in range(len(seats))]
+    best = max(returns)
+    outcomes = {a: ("win" if r == best else "loss") for a, r in zip(agents, returns, strict=True)}
+    episode = EpisodeRecord(
+        trial_id="t3",
+        index=0,
+        seed=1,
+        steps=(),
+        returns=dict(zip(agents, returns, strict=True)),
+        outcomes=outcomes,  # type: ignore[arg-type]
+        invalid_actions=dict.fromkeys(agents, 0),
+    )
+    spec = TrialSpec(trial_id="t3", arena_id="liars_dice", seats=seats, seed=1, meta=meta)
+    return TrialRecord(spec=spec, episodes=(episode,), reflections=())
+
+
+def test_three_seat_trials_are_rated_as_one_ranked_game():
+    pop = Population(PopulationConfig(), ONE, [("random", 1.0), ("cfr", 1.0)], seed=0)
+    # The learner second of three, random first, cfr (not the trial's drawn opponent) last.
+    meta = {"learner": "agent", "opponent": "random", "learner_seat": 1}
+    pop.record(three_seat_trial(("random", "model:tiny", "cfr"), (1.0, 0.0, -1.0), meta))
+    rows = {r["name"]: r for r in pop.ratings_table()}
+    assert [rows[n]["elo"] for n in ("random", "agent", "cfr")] == [1016.0, 1000.0, 984.0]
+    assert rows["random"]["mu"] > rows["agent"]["mu"] > rows["cfr"]["mu"]
+    assert [rows[n]["games"] for n in ("random", "agent", "cfr")] == [1, 1, 1]
+    # The pool's record (PFSP's input) is still the learner's outcome against the drawn opponent.
+    assert pop.pool.stats("agent", "random").losses == 1
+    # Two seats of one player count once, at their mean return; seat_names name players outside the pool.
+    pop.record(three_seat_trial(("random", "model:tiny", "random"), (1.0, 0.0, -1.0), meta))
+    assert {r["name"]: r["games"] for r in pop.ratings_table()}["random"] == 2
+    named = {**meta, "seat_names": ["x", "agent", "y"]}
+    pop.record(three_seat_trial(("random", "model:tiny", "random"), (-1.0, 2.0, -1.0), named))
+    rows = {r["name"]: r for r in pop.ratings_table()}
+    assert rows["x"]["games"] == rows["y"]["games"] == 1 and rows["x"]["mu"] == rows["y"]["mu"]
+    with pytest.raises(ArenaError, match="seat_names"):
+        pop.record(three_seat_trial(("random", "model:tiny", "cfr"), (1.0, 0.0, -1.0), {**meta, "seat_names": ["x"]}))
