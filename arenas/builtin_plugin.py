@@ -45,6 +45,13 @@ def make_text_maze(**kwargs: Any) -> Any:
     return TextMazeEnv(**kwargs)
 
 
+def make_doors(**kwargs: Any) -> Any:
+    """Create the doors arena (``doors``, default 10); imported lazily."""
+    from arena.arenas.doors import DoorsEnv
+
+    return DoorsEnv(**kwargs)
+
+
 def make_coding(**kwargs: Any) -> Any:
     """Create the coding arena (``split``, ``tiers``, ``max_attempts``, ``timeout_s``, ``memory_mb``); lazy import."""
     from arena.arenas.coding import CodingEnv
@@ -74,6 +81,12 @@ def register_arenas(register: Callable[..., None]) -> None:
         make_text_maze,
         description="Single-agent text maze: keys, locked doors, containers and a note that names the treasure chest.",
         source="arena:text_maze",
+    )
+    register(
+        "doors",
+        make_doors,
+        description="Single-agent doors: each episode, scout (0, shows the prize door) or open a door (1 if right).",
+        source="arena:doors",
     )
     register(
         "coding",

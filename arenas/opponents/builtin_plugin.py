@@ -5,10 +5,11 @@ of a spec such as ``mcts:1000``). A factory refuses arenas it cannot play with a
 opponent, the arena and the arenas it supports; ``arenas=None`` in the registration means any arena.
 
 Registered ids: ``random`` (any arena); ``mcts[:N]`` (tic_tac_toe, connect_four); ``conservative``,
-``aggressive``, ``intermediate`` (kuhn_poker); ``cfr[:N]``, ``cfr-argmax[:N]`` (kuhn_poker, leduc_poker);
+``aggressive``, ``intermediate``, ``bluffer``, ``calling-station``, ``folder`` (kuhn_poker); ``cfr[:N]``,
+``cfr-argmax[:N]`` (kuhn_poker, leduc_poker);
 ``ttt-corners``, ``ttt-center``, ``ttt-edges``, ``ttt-row-major``, ``ttt-col-major``, ``ttt-anti-diagonal``
-(tic_tac_toe); ``rps-rock``, ``rps-cycle``, ``rps-copy``, ``rps-beat-last``, ``rps-frequency``
-(rock_paper_scissors).
+(tic_tac_toe); ``rps-rock``, ``rps-paper``, ``rps-scissors``, ``rps-cycle``, ``rps-copy``, ``rps-beat-last``,
+``rps-frequency`` (rock_paper_scissors).
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from collections.abc import Callable
 from arena.arenas.base import Opponent, OpponentFactory
 from arena.arenas.opponents._common import check_arena, check_no_arg, parse_opponent_spec, positive_int_arg
 from arena.arenas.opponents.cfr import CFR_ARENAS, DEFAULT_ITERATIONS, CfrOpponent
-from arena.arenas.opponents.kuhn import KUHN_STYLES, KuhnStyleOpponent
+from arena.arenas.opponents.kuhn import (
+    KUHN_STOCHASTIC_STYLES,
+    KUHN_STYLES,
+    KuhnStochasticOpponent,
+    KuhnStyleOpponent,
+)
 from arena.arenas.opponents.mcts import DEFAULT_SIMULATIONS, MCTS_ARENAS, MctsOpponent
 from arena.arenas.opponents.simple import RPS_OPPONENTS, TTT_PREFERENCES, CellPreferenceOpponent, RandomOpponent
 from arena.core.errors import ArenaError
@@ -61,6 +67,15 @@ def _kuhn_factory(name: str) -> OpponentFactory:
     return factory
 
 
+def _kuhn_stochastic_factory(name: str) -> OpponentFactory:
+    def factory(arena_id: str, arg: str | None, seed: int) -> Opponent:
+        check_arena(name, arena_id, KUHN_ARENAS)
+        check_no_arg(name, arg)
+        return KuhnStochasticOpponent(name, KUHN_STOCHASTIC_STYLES[name], seed)
+
+    return factory
+
+
 def _ttt_factory(name: str) -> OpponentFactory:
     def factory(arena_id: str, arg: str | None, seed: int) -> Opponent:
         check_arena(name, arena_id, TTT_ARENAS)
@@ -83,9 +98,14 @@ _KUHN_DESCRIPTIONS = {
     "conservative": "Kuhn (MAGE): bet/call only with the King, otherwise pass/fold",
     "aggressive": "Kuhn (MAGE): always bet; facing a bet, call unless holding the Jack",
     "intermediate": "Kuhn (MAGE): King bets/calls, Jack passes/folds, Queen bets but folds to a bet",
+    "bluffer": "Kuhn (stochastic): bets every King and Jack, half its Queens; folds to a bet unless King",
+    "calling-station": "Kuhn (stochastic): never folds; bets half of its Kings, checks the rest",
+    "folder": "Kuhn (stochastic): folds to a bet unless King; bets half of its Kings, checks the rest",
 }
 _RPS_DESCRIPTIONS = {
     "rps-rock": "always rock",
+    "rps-paper": "always paper",
+    "rps-scissors": "always scissors",
     "rps-cycle": "rock, paper, scissors in turn",
     "rps-copy": "plays the other's previous move (first move random)",
     "rps-beat-last": "plays what beats the other's previous move (first move random)",
@@ -117,6 +137,9 @@ def builtin_opponents() -> list[tuple[str, OpponentFactory, tuple[str, ...] | No
     ]
     table += [(name, _kuhn_factory(name), KUHN_ARENAS, _KUHN_DESCRIPTIONS[name]) for name in KUHN_STYLES]
     table += [
+        (name, _kuhn_stochastic_factory(name), KUHN_ARENAS, _KUHN_DESCRIPTIONS[name]) for name in KUHN_STOCHASTIC_STYLES
+    ]
+    table += [
         (name, _ttt_factory(name), TTT_ARENAS, f"tic-tac-toe: first empty cell in the order {list(order)}")
         for name, order in TTT_PREFERENCES.items()
     ]
@@ -132,7 +155,14 @@ def builtin_opponents() -> list[tuple[str, OpponentFactory, tuple[str, ...] | No
     return table
 
 
+#: Registration meta beyond arenas and description. ``strength_arg`` (the argument's default) marks an argument
+#: that sets a strength: ``mcts:1000`` is another player than ``mcts:100`` (MAGE holds MCTS-1000 out of a pool
+#: with MCTS-100), where any other opponent under another argument counts as the same player for the check
+#: that a run's unseen opponents stay out of its training pool (``arena.core.unseen``).
+EXTRA_META: dict[str, dict[str, object]] = {"mcts": {"strength_arg": DEFAULT_SIMULATIONS}}
+
+
 @hookimpl
 def register_opponents(register: Callable[..., None]) -> None:
     for name, factory, arenas, description in builtin_opponents():
-        register(name, factory, arenas=arenas, description=description)
+        register(name, factory, arenas=arenas, description=description, **EXTRA_META.get(name, {}))

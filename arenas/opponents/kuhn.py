@@ -10,6 +10,23 @@ The three styles, exactly as MAGE defines them:
 * ``aggressive``: always bet; facing a bet, call unless holding the Jack.
 * ``intermediate``: the King bets and calls, the Jack passes and folds, the Queen bets unless facing a bet,
   in which case it folds.
+
+Three stochastic exploitable styles (issue 24; each decision draws once from the opponent's seeded generator, so a
+trial's episodes, which repeat the deal, do not repeat the draws). "Can bet" means no bet to face (first to act, or
+after a check); "facing a bet" means a Bet is the last betting move. Probabilities are of Bet (bet or call):
+
+==================== ========================== ===========================
+style                can bet: J / Q / K         facing a bet: J / Q / K
+==================== ========================== ===========================
+``bluffer``          1 / 1/2 / 1                0 / 0 / 1
+``calling-station``  0 / 0 / 1/2                1 / 1 / 1
+``folder``           0 / 0 / 1/2                0 / 0 / 1
+==================== ========================== ===========================
+
+* ``bluffer``: bets every King and every Jack (a bluff) and half of its Queens; gives up (folds) to a bet unless it
+  holds the King. Exploited by calling its bets with the Queen and by betting into it.
+* ``calling-station``: never folds; bets only half of its Kings. Exploited by value-betting, never by bluffing.
+* ``folder``: folds everything but the King to a bet; bets half of its Kings. Exploited by betting every card.
 """
 
 from __future__ import annotations
@@ -18,6 +35,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pyspiel
 
 from arena.arenas.base import SeatView
@@ -55,6 +73,43 @@ KUHN_STYLES: dict[str, Style] = {
 }
 
 
+#: A stochastic style maps (own card, facing a bet) to the probability of Bet.
+BetProbability = Callable[[int, bool], float]
+
+
+def bluffer(card: int, facing_bet: bool) -> float:
+    if facing_bet:
+        return 1.0 if card == KING else 0.0
+    return 0.5 if card == QUEEN else 1.0
+
+
+def calling_station(card: int, facing_bet: bool) -> float:
+    if facing_bet:
+        return 1.0
+    return 0.5 if card == KING else 0.0
+
+
+def folder(card: int, facing_bet: bool) -> float:
+    if facing_bet:
+        return 1.0 if card == KING else 0.0
+    return 0.5 if card == KING else 0.0
+
+
+KUHN_STOCHASTIC_STYLES: dict[str, BetProbability] = {
+    "bluffer": bluffer,
+    "calling-station": calling_station,
+    "folder": folder,
+}
+
+
+def bet_probability(name: str) -> BetProbability:
+    """The probability of Bet of any Kuhn style by name, deterministic (0 or 1) or stochastic."""
+    if name in KUHN_STOCHASTIC_STYLES:
+        return KUHN_STOCHASTIC_STYLES[name]
+    style = KUHN_STYLES[name]
+    return lambda card, facing_bet: float(style(card, facing_bet) == BET)
+
+
 def kuhn_decision(state: object, player: int) -> tuple[int, bool]:
     """(own card, facing a bet) for ``player`` at a pyspiel Kuhn poker decision node."""
     history = list(state.history())  # type: ignore[attr-defined]
@@ -73,6 +128,20 @@ class KuhnStyleOpponent:
     def act(self, view: SeatView) -> int:
         card, facing_bet = kuhn_decision(pyspiel_state(view, self.name), view.seat)
         return require_legal(self.name, view, self._style(card, facing_bet))
+
+
+class KuhnStochasticOpponent:
+    """A Kuhn poker player that bets with a style's probability, one draw of its seeded generator per decision."""
+
+    def __init__(self, name: str, bet_prob: BetProbability, seed: int) -> None:
+        self.name = name
+        self._bet_prob = bet_prob
+        self._rng = np.random.default_rng(seed)
+
+    def act(self, view: SeatView) -> int:
+        card, facing_bet = kuhn_decision(pyspiel_state(view, self.name), view.seat)
+        action = BET if self._rng.random() < self._bet_prob(card, facing_bet) else PASS
+        return require_legal(self.name, view, action)
 
 
 # -- the ceiling of a trial against a style ----------------------------------------------------------------------

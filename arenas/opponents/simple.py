@@ -100,15 +100,55 @@ class RpsOpponent:
     def choose(self, history: np.ndarray) -> int:
         raise NotImplementedError
 
+    def move_probs(self, history: np.ndarray) -> np.ndarray:
+        """The exact distribution of the next move given the played rounds (own, other): what ``choose`` samples.
+
+        The ceilings (``arena.arenas.ceilings``) enumerate the opponent's randomness through it; a test holds
+        ``choose`` to it over many seeds.
+        """
+        raise NotImplementedError
+
     def _random_move(self) -> int:
         return int(self._rng.integers(3))
 
 
-class RpsRock(RpsOpponent):
-    """Always rock: the simplest exploitable pattern (beaten by always paper)."""
+def _point(move: int) -> np.ndarray:
+    probs = np.zeros(3)
+    probs[int(move)] = 1.0
+    return probs
+
+
+_UNIFORM = np.full(3, 1 / 3)
+
+
+class RpsAlways(RpsOpponent):
+    """Always the same move (``MOVE``): a hidden type that one round reveals (beaten by ``beats(MOVE)``)."""
+
+    MOVE = ROCK
 
     def choose(self, history: np.ndarray) -> int:
-        return ROCK
+        return self.MOVE
+
+    def move_probs(self, history: np.ndarray) -> np.ndarray:
+        return _point(self.MOVE)
+
+
+class RpsRock(RpsAlways):
+    """Always rock: the simplest exploitable pattern (beaten by always paper)."""
+
+    MOVE = ROCK
+
+
+class RpsPaper(RpsAlways):
+    """Always paper (beaten by always scissors)."""
+
+    MOVE = PAPER
+
+
+class RpsScissors(RpsAlways):
+    """Always scissors (beaten by always rock)."""
+
+    MOVE = SCISSORS
 
 
 class RpsCycle(RpsOpponent):
@@ -117,6 +157,9 @@ class RpsCycle(RpsOpponent):
     def choose(self, history: np.ndarray) -> int:
         return len(history) % 3
 
+    def move_probs(self, history: np.ndarray) -> np.ndarray:
+        return _point(len(history) % 3)
+
 
 class RpsCopy(RpsOpponent):
     """Plays the other's previous move (tit-for-tat); the first move is random."""
@@ -124,12 +167,18 @@ class RpsCopy(RpsOpponent):
     def choose(self, history: np.ndarray) -> int:
         return int(history[-1, 1]) if len(history) else self._random_move()
 
+    def move_probs(self, history: np.ndarray) -> np.ndarray:
+        return _point(history[-1, 1]) if len(history) else _UNIFORM.copy()
+
 
 class RpsBeatLast(RpsOpponent):
     """Plays what beats the other's previous move; the first move is random."""
 
     def choose(self, history: np.ndarray) -> int:
         return beats(history[-1, 1]) if len(history) else self._random_move()
+
+    def move_probs(self, history: np.ndarray) -> np.ndarray:
+        return _point(beats(history[-1, 1])) if len(history) else _UNIFORM.copy()
 
 
 class RpsFrequency(RpsOpponent):
@@ -140,9 +189,19 @@ class RpsFrequency(RpsOpponent):
         most = np.flatnonzero(counts == counts.max())
         return beats(int(most[int(self._rng.integers(len(most)))]))
 
+    def move_probs(self, history: np.ndarray) -> np.ndarray:
+        counts = np.bincount(history[:, 1], minlength=3) if len(history) else np.zeros(3, dtype=int)
+        probs = np.zeros(3)
+        most = np.flatnonzero(counts == counts.max())
+        for move in most:
+            probs[beats(int(move))] += 1 / len(most)
+        return probs
+
 
 RPS_OPPONENTS: dict[str, type[RpsOpponent]] = {
     "rps-rock": RpsRock,
+    "rps-paper": RpsPaper,
+    "rps-scissors": RpsScissors,
     "rps-cycle": RpsCycle,
     "rps-copy": RpsCopy,
     "rps-beat-last": RpsBeatLast,

@@ -22,8 +22,14 @@ EXPECTED_ARENAS: dict[str, tuple[str, ...] | None] = {
     "conservative": ("kuhn_poker",),
     "aggressive": ("kuhn_poker",),
     "intermediate": ("kuhn_poker",),
+    "bluffer": ("kuhn_poker",),
+    "calling-station": ("kuhn_poker",),
+    "folder": ("kuhn_poker",),
     **{f"ttt-{n}": ("tic_tac_toe",) for n in ("corners", "center", "edges", "row-major", "col-major", "anti-diagonal")},
-    **{f"rps-{n}": ("rock_paper_scissors",) for n in ("rock", "cycle", "copy", "beat-last", "frequency")},
+    **{
+        f"rps-{n}": ("rock_paper_scissors",)
+        for n in ("rock", "paper", "scissors", "cycle", "copy", "beat-last", "frequency")
+    },
     "text_maze-explorer": ("text_maze",),
 }
 
