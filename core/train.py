@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 import random
 import shutil
@@ -60,6 +59,7 @@ from arena.core.rescoring import score_answer
 from arena.core.samples import Sample
 from arena.core.seats import BackendPool, parse_seat
 from arena.core.seeding import derive_seed
+from arena.core.trackers import open_trackers
 from arena.core.train_config import LearnerConfig, TrainConfig
 from arena.core.trainer import Trainer
 from arena.populations import Matchup, Population
@@ -391,12 +391,8 @@ class Run:
         }
         with open(self.out_dir / "plugins.json", "w") as f:
             json.dump({"enabled": enabled, "installed": plugins}, f, indent=2)
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.writer = SummaryWriter(str(self.out_dir / "tensorboard"))
-        except Exception:  # tensorboard is optional
-            self.writer = None
+        if self.dist.is_main:  # config.report_to's trackers (core/trackers.py): tensorboard by default
+            self.writer = open_trackers(self.config.report_to, self.out_dir, to_dict(self.config))
         self.dist.barrier()
 
     def write_metrics(self, metrics: Mapping[str, Any]) -> None:
@@ -405,10 +401,7 @@ class Run:
         with open(self.out_dir / "metrics.jsonl", "a") as f:
             f.write(json.dumps(metrics, sort_keys=True) + "\n")
         if self.writer is not None:
-            for key, value in metrics.items():
-                if isinstance(value, int | float) and key != "iteration" and math.isfinite(value):
-                    self.writer.add_scalar(key, value, int(metrics["iteration"]))
-            self.writer.flush()
+            self.writer.log(metrics)
 
     def write_population(self) -> None:
         """``population.json``: members, sampling weights and ratings now (the checkpoint has the full state)."""

@@ -7,6 +7,7 @@ from typing import Any, Literal
 import attrs
 
 from arena.core.settings import TrialConfig, _non_negative, _positive
+from arena.core.trackers import TrackerName, normalize_report_to
 from arena.core.trainer import LossConfig, OptimConfig
 from arena.populations.settings import PopulationConfig
 
@@ -123,6 +124,10 @@ class TrainConfig:
     torch_threads: int = 0
     #: DAPO's dynamic sampling: replace groups whose trials all got the same reward (off by default).
     dynamic_sampling: DynamicSamplingConfig = attrs.field(factory=DynamicSamplingConfig)
+    #: Trackers that get every metrics line (TRL's name): tensorboard, wandb, trackio, or none (core/trackers.py).
+    report_to: list[TrackerName] | TrackerName = attrs.field(
+        factory=lambda: ["tensorboard"], converter=normalize_report_to
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.dynamic_sampling.enabled and self.group_size < 2:
