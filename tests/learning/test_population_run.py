@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from arena.core import checkpoint as ck
 from arena.core.config import load_config
 from arena.core.train import Run
@@ -110,3 +112,21 @@ def test_co_evolving_learners_play_every_episode_of_their_trials(tmp_path: Path,
         agent = trial.spec.seats.index(alice.seat_spec)
         won = [e.index for e in trial.episodes if e.outcomes[f"player_{agent}"] == "win"]
         assert len(trial.episodes) == (won[0] + 1 if won else 3)
+
+
+@pytest.mark.slow
+def test_shipped_co_evolution_config_runs_an_iteration_on_tiny(tmp_path: Path, model_cache: None) -> None:
+    """``kuhn_coevolution`` as shipped, cut to one small iteration on ``tiny``: both learners train, and the trials of
+    a learner against the other live learner play all three episodes (issue 22, defect 1)."""
+    overrides = ["iterations=1", "groups=4", "group_size=4", "eval.every=0", "eval.games=2"]
+    config = load_config(TrainConfig, "kuhn_coevolution", overrides)
+    run = Run(config, tmp_path / "run", progress=False)
+    alice = run.learners[0]
+    matchups = [m for m in run.population.matchups(0, 8, "random") if m.learner == "alice"]
+    trials, _, _ = run.play(alice, matchups)
+    live = [t for t in trials if t.spec.meta["opponent"] == "bob"]
+    assert live, "alice never met bob in these groups"
+    assert {len(t.episodes) for t in live} == {3}
+    out = Run(config, tmp_path / "fresh", progress=False).run()
+    last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+    assert "alice/train/loss" in last and "bob/train/loss" in last
