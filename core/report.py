@@ -199,8 +199,13 @@ def format_markdown(report: Mapping[str, Any], plot: str | None = PLOT) -> str:
     return "\n".join(lines) + "\n"
 
 
-def draw_success(ax: Any, report: Mapping[str, Any], title: str | None = None) -> None:
-    """Draw ``plot_success``'s chart on a matplotlib ``ax`` (``arena report`` puts one panel per checkpoint)."""
+def draw_success(
+    ax: Any, report: Mapping[str, Any], title: str | None = None, colors: Mapping[str, Any] | None = None
+) -> None:
+    """Draw ``plot_success``'s chart on a matplotlib ``ax`` (``arena report`` puts one panel per checkpoint).
+
+    ``colors`` maps opponent names to colours (``arena report`` passes its run-wide palette, so an opponent has
+    one colour in every figure); without it, or for a name it lacks, matplotlib's colour cycle decides."""
     opponents = report["opponents"]
     spread = 0.15
     for i, r in enumerate(opponents):
@@ -210,7 +215,10 @@ def draw_success(ax: Any, report: Mapping[str, Any], title: str | None = None) -
         ys = [e["win_rate"]["rate"] for e in r["by_episode"]]
         low = [e["win_rate"]["rate"] - e["win_rate"]["low"] for e in r["by_episode"]]
         high = [e["win_rate"]["high"] - e["win_rate"]["rate"] for e in r["by_episode"]]
-        bars = ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=3, label=f"{r['opponent']} ({r['group']})")
+        color = (colors or {}).get(r["opponent"])
+        bars = ax.errorbar(
+            xs, ys, yerr=[low, high], marker="o", capsize=3, color=color, label=f"{r['opponent']} ({r['group']})"
+        )
         if r.get("winnable"):  # the ceiling no episode can pass, in the opponent's colour
             ax.axhline(r["winnable"]["rate"], color=bars.lines[0].get_color(), linestyle=":", linewidth=1)
     episodes = int(report["episodes_per_trial"])

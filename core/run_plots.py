@@ -48,13 +48,28 @@ def smooth(values: Sequence[float], window: int = SMOOTH) -> list[float]:
 
 
 def colors(names: Iterable[str]) -> dict[str, Any]:
-    """One colour per name, the same in every panel; ``ALL`` is black."""
+    """One colour per name (sorted names take tab10's colours in turn, tab20's past ten); ``ALL`` is black."""
     plt = _pyplot()
     ordered = sorted({n for n in names if n != ALL})
     cmap = plt.get_cmap("tab10" if len(ordered) <= 10 else "tab20")
     out: dict[str, Any] = {n: cmap(i % cmap.N) for i, n in enumerate(ordered)}
     out[ALL] = "black"
     return out
+
+
+def run_palette(run: RunData) -> dict[str, Any]:
+    """The run's one colour per opponent (and per rated member), shared by every figure of ``arena report``: built
+    from every name any figure can show (the config's pool and unseen opponents, the rollout and evaluation
+    series of every learner, the ``arena eval`` results' opponents, the rated members), so a name's colour does
+    not depend on which figure draws it or which other names that figure has."""
+    names: set[str] = {entry.spec for entry in run.config.opponents} | set(run.config.unseen)
+    for learner in run.learners:
+        for section in ("rollout", "eval"):
+            names |= set(outcome_series(run, learner, section))
+    for result in run.evals:
+        names |= {str(r["opponent"]) for r in result.report.get("opponents") or []}
+    names |= set(rating_series(run))
+    return colors(names)
 
 
 def short(name: str, width: int = 28) -> str:
@@ -78,14 +93,14 @@ def _curve(ax: Any, points: Sequence[Point], color: Any, label: str, width: floa
     ax.plot(xs, smooth(ys), color=color, linewidth=width, label=label)
 
 
-def plot_learning_curves(run: RunData, path: Path) -> Path | None:
+def plot_learning_curves(run: RunData, path: Path, palette: dict[str, Any] | None = None) -> Path | None:
     """Per learner a row of two panels (rollout win rate, mean return); one line per opponent, smoothed over
     ``SMOOTH`` iterations with the raw values faint, the overall line black, evaluation points as markers."""
     rows = [(name, outcome_series(run, name, "rollout"), outcome_series(run, name, "eval")) for name in run.learners]
     if not any(rollout or evals for _, rollout, evals in rows):
         return None
     plt = _pyplot()
-    palette = colors(n for _, rollout, evals in rows for n in [*rollout, *evals])
+    palette = palette if palette is not None else run_palette(run)
     fig, axes = plt.subplots(len(rows), 2, figsize=(13, 4.2 * len(rows)), squeeze=False)
     for (learner, rollout, evals), (ax_win, ax_ret) in zip(rows, axes, strict=True):
         for ax, field, label in ((ax_win, "win_rate", "win rate"), (ax_ret, "mean_return", "mean return")):
@@ -108,17 +123,20 @@ def plot_learning_curves(run: RunData, path: Path) -> Path | None:
 # -- (2) success by episode ---------------------------------------------------------------------------------
 
 
-def plot_success_grid(evals: Sequence[EvalResult], path: Path) -> Path | None:
-    """One panel per ``arena eval`` result (``report.draw_success``): win rate by episode of the trial."""
+def plot_success_grid(evals: Sequence[EvalResult], path: Path, palette: dict[str, Any] | None = None) -> Path | None:
+    """One panel per ``arena eval`` result (``report.draw_success``): win rate by episode of the trial, each
+    opponent in its ``palette`` colour (default: one colour per opponent of these results)."""
     if not evals:
         return None
     plt = _pyplot()
+    if palette is None:
+        palette = colors(str(r["opponent"]) for result in evals for r in result.report.get("opponents") or [])
     cols = min(3, len(evals))
     nrows = math.ceil(len(evals) / cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(6 * cols, 4.2 * nrows), squeeze=False)
     flat = [ax for row in axes for ax in row]
     for ax, result in zip(flat, evals, strict=False):
-        draw_success(ax, result.report, title=result.label)
+        draw_success(ax, result.report, title=result.label, colors=palette)
     for ax in flat[len(evals) :]:
         ax.set_visible(False)
     return _save(fig, path)
@@ -155,13 +173,13 @@ def plot_win_rate_matrix(matrix: dict[str, Any] | None, path: Path) -> Path | No
 # -- (4) ratings --------------------------------------------------------------------------------------------
 
 
-def plot_ratings(run: RunData, path: Path) -> Path | None:
+def plot_ratings(run: RunData, path: Path, palette: dict[str, Any] | None = None) -> Path | None:
     """Elo and openskill's conservative rating (μ − 3σ) over iterations, one line per member, from ``rating/*``."""
     series = rating_series(run)
     if not series:
         return None
     plt = _pyplot()
-    palette = colors(series)
+    palette = palette if palette is not None else run_palette(run)
     fig, (ax_elo, ax_ts) = plt.subplots(1, 2, figsize=(13, 4.5))
     for ax, system, label in ((ax_elo, "elo", "Elo"), (ax_ts, "openskill", "openskill μ − 3σ")):
         for name, s in series.items():

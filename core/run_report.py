@@ -319,7 +319,7 @@ def draw_plots(run: RunData, summary: dict[str, Any], out_dir: Path) -> dict[str
     is removed from ``out_dir`` so that an older one does not pass for current."""
     drawers: dict[str, Callable[[Path], Path | None]] = {
         "learning_curves": lambda p: run_plots.plot_learning_curves(run, p),
-        "success_by_episode": lambda p: run_plots.plot_success_grid(run.evals, p),
+        "success_by_episode": lambda p: run_plots.plot_success_grid(run.evals, p, run_plots.run_palette(run)),
         "win_rate_matrix": lambda p: run_plots.plot_win_rate_matrix(summary["win_rate_matrix"], p),
         "ratings": lambda p: run_plots.plot_ratings(run, p),
     }
