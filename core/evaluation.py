@@ -34,6 +34,7 @@ from arena.core.plugins import PluginSet
 from arena.core.records import TrialRecord, TrialSpec
 from arena.core.seats import BackendPool, check_opponent, parse_seat
 from arena.core.train_config import LearnerConfig, TrainConfig
+from arena.core.unseen import why_unseen
 
 log = structlog.get_logger("arena.eval")
 
@@ -319,6 +320,7 @@ def evaluate_run(
     info = open_run(run_dir, learner, checkpoint)
     config = info.config
     chosen = select_opponents(config, opponents)
+    unseen = [(spec, why_unseen(config, spec, info.run_dir, info.state)) for spec, group in chosen if group == "unseen"]
     seed = config.eval.seed if seed is None else seed
     if config.torch_threads:
         torch.set_num_threads(config.torch_threads)
@@ -331,6 +333,8 @@ def evaluate_run(
             row["winnable"] = kuhn_winnable(by_opponent[spec], info.seat_spec, spec)
         rows.append(row)
     report: dict[str, Any] = {
+        # Per unseen opponent, why it is unseen (arena.core.unseen); a snapshot of the run was refused above.
+        "unseen": [{"opponent": spec, "why": why} for spec, why in unseen],
         "run": str(info.run_dir),
         "checkpoint": str(info.checkpoint),
         "step": info.step,

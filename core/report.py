@@ -151,7 +151,12 @@ def _title(report: Mapping[str, Any]) -> str:
 
 def format_text(report: Mapping[str, Any]) -> str:
     """The terminal rendering: plain aligned columns, like the other ``arena`` commands."""
-    lines = [_title(report), "", "Final episode of each trial:"]
+    lines = [_title(report), ""]
+    if report.get("unseen"):
+        lines += ["Why each unseen opponent is unseen:"]
+        lines += [f"  {row['opponent']}: {row['why']}" for row in report["unseen"]]
+        lines += [""]
+    lines += ["Final episode of each trial:"]
     lines += _aligned(OUTCOME_HEADER, outcome_rows(report))
     if int(report["episodes_per_trial"]) > 1:
         lines += ["", "Win rate by episode of the trial [95% CI]:"]
@@ -179,6 +184,9 @@ def format_markdown(report: Mapping[str, Any], plot: str | None = PLOT) -> str:
     lines += [
         f"Checkpoint: `{report['checkpoint']}`; seat `{report['seat']}`; plugins: {', '.join(report['plugins'])}."
     ]
+    if report.get("unseen"):
+        lines += ["", "Unseen opponents, and why:", ""]
+        lines += [f"- `{row['opponent']}`: {row['why']}" for row in report["unseen"]]
     lines += ["", "## Final episode of each trial", ""]
     lines += _markdown_table(OUTCOME_HEADER, outcome_rows(report))
     lines += ["", "## Success by episode of the trial", ""]

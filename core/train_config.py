@@ -130,6 +130,9 @@ class TrainConfig:
     )
 
     def __attrs_post_init__(self) -> None:
+        from arena.core.unseen import check_unseen  # unseen opponents stay out of the training pool
+
+        check_unseen(self)
         if self.dynamic_sampling.enabled and self.group_size < 2:
             raise ValueError(
                 f"dynamic_sampling needs group_size >= 2 (a group of {self.group_size} trial never has a reward spread)"
