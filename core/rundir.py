@@ -5,9 +5,10 @@
   leaves a stale lock; a second writer is refused in one line that names the holder's pid.
 * ``holds_run``/``clear_run``: a fresh ``arena train`` into a directory that already holds a run refuses unless
   told ``--resume`` (continue it) or ``--overwrite`` (start over: the old run's files are removed).
-* ``portable``/``localize``: the checkpoint and ``population.json`` store paths inside the run (snapshots, as
+* ``portable``/``localize``: the checkpoint stores paths inside the run (snapshots, as
   ``model:/abs/RUN/snapshots/agent-it00004``) relative to it, as ``model:${RUN}/snapshots/agent-it00004``; a
-  resumed run puts its own directory back in. Checkpoints written with absolute paths still load: a path into
+  resumed run puts its own directory back in. (``population.json``, a view for people, keeps absolute paths:
+  the run rewrites it every iteration.) Checkpoints written with absolute paths still load: a path into
   a ``snapshots/`` folder that no longer exists is taken from this run's ``snapshots/`` when it is there.
 * ``cut_metrics``: ``metrics.jsonl`` cut back to the rows before an iteration (a resumed run writes the rest
   again), dropping a partial line; written atomically.
