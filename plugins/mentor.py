@@ -49,7 +49,7 @@ Hooks:
 | ``std_norm`` | ``true`` | divide on-policy advantages by the on-policy std (as GRPO's switch) |
 | ``eps`` | ``1e-6`` | added to that std |
 | ``unbiased_std`` | ``true`` | Bessel-corrected std, as ``grpo`` |
-| ``old_logprobs`` | ``"policy"`` | π_old of guided tokens: ``policy`` (recomputed, [C]) or ``mixture`` (ablation: log π_mix) |
+| ``old_logprobs`` | ``"policy"`` | guided tokens' π_old: ``policy`` (recomputed, [C]) or ``mixture`` (ablation) |
 
 Decisions and differences from the paper and its code:
 
