@@ -33,16 +33,16 @@ strategies rather than of tokens. This plugin adds to the default turn prompt (`
    was drawn (``none``, ``negative``, ``positive``). Evaluation trials use the plain strategy prompt and leave the
    buffers alone. ``reflection: false`` (ablation) turns the whole mechanism off.
 
-   Task key: (learner ``TrialSpec.meta["learner"]``, arena id, trial seed, seat index, seat spec): a trial's
-   seed is its task, and both seats of a game may be LLMs (the spec keeps an LLM opponent's strategies, say a
-   snapshot's, out of the learner's buffers). A key comes back only when group seeds recur across iterations,
-   i.e. with the run's ``task_pool: N`` (``coding_sge``: 64 tasks, ``kuhn_sge_empo2_mage``: 16 deals' seeds);
-   with ``task_pool: 0`` (a fresh seed per group) no buffer is ever read, and the run set-up logs one warning
-   (``recurring_tasks`` below declares the mechanism to ``arena.core.task_recurrence``). Buffers are filled at ``trial_end`` from every episode of the
-   trial. In a training run (``TrialSpec.meta["iteration"]`` set) an episode's sequence becomes visible to draws
-   from the next iteration on: the G rollouts of an iteration all see the same buffers, however the engine
-   interleaves them, so what a rollout draws depends only on the seeds and the earlier iterations. Without an
-   iteration the sequence is visible at once.
+   Task key: (learner ``TrialSpec.meta["learner"]``, arena id, trial seed, seat index, seat spec): a trial's seed is
+   its task, and both seats of a game may be LLMs (the spec keeps an LLM opponent's strategies, say a snapshot's,
+   out of the learner's buffers). A key comes back only when group seeds recur across iterations, i.e. with the
+   run's ``task_pool: N`` (``coding_sge``: 64 tasks, ``kuhn_sge_empo2_mage``: 16 deals' seeds); with
+   ``task_pool: 0`` (a fresh seed per group) no buffer is ever read, and the run set-up logs one warning
+   (``recurring_tasks`` below declares the mechanism to ``arena.core.task_recurrence``). Buffers are filled at
+   ``trial_end`` from every episode of the trial. In a training run (``TrialSpec.meta["iteration"]`` set) an
+   episode's sequence becomes visible to draws from the next iteration on: the G rollouts of an iteration all see
+   the same buffers, however the engine interleaves them, so what a rollout draws depends only on the seeds and the
+   earlier iterations. Without an iteration the sequence is visible at once.
 
 4. **Update**: SGE trains with GRPO (plus DAPO's changes except clip-higher). This plugin does not answer
    ``compute_advantages``: enable it with an estimator, ``plugins: [sge, grpo]``; the G rollouts of a task are
