@@ -273,6 +273,9 @@ def eval_cmd(
 ) -> None:
     """Measure a trained RUN's checkpoint against opponents, above all ones it never met; write a report.
 
+    Where the run's testbed has ceilings (docs/testbeds.md: RPS, Kuhn poker), the report shows them by episode
+    (fixed, adaptive, informed) and the share of the adaptive headroom each opponent's numbers captured.
+
     A single-agent run (coding, text_maze: no opponents) is measured by pass@k on its evaluation tasks instead,
     as ``arena passk RUN`` does, with --games tasks and 8 samples each.
     """

@@ -9,8 +9,9 @@ first, then second: every deal is played from both seats (duplicate format), whi
 comparison. Every opponent gets the same seeds, so opponents are compared on the same deals.
 
 The result is one JSON-ready dict (see ``docs/evaluation.md``): per-opponent rates with Wilson intervals, mean
-return with a normal interval, invalid answers, success by episode index, Kuhn poker exploitability, and the
-population's ratings when the checkpoint has them.
+return with a normal interval, invalid answers, success by episode index, the testbed's ceilings by episode and the
+share of adaptive headroom captured (``arena.core.eval_ceilings``, where the arena has a ceiling model), Kuhn poker
+exploitability, and the population's ratings when the checkpoint has them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from arena.core import checkpoint as ck
 from arena.core.config import load_config
 from arena.core.engine import RolloutEngine
 from arena.core.errors import ArenaError
+from arena.core.eval_ceilings import attach_ceilings
 from arena.core.eval_stats import summarize_opponent, wilson
 from arena.core.plugins import PluginSet
 from arena.core.records import TrialRecord, TrialSpec
@@ -347,6 +349,15 @@ def evaluate_run(
         "episodes_per_trial": config.trial.episodes,
         "invalid_action_policy": config.trial.invalid_action.policy,
         "opponents": rows,
+        # The testbed's fixed / adaptive / informed ceilings by episode and the headroom each row captured
+        # (arena.core.eval_ceilings); None for an arena or pool without a ceiling model.
+        "ceilings": attach_ceilings(
+            config.arena,
+            dict(config.arena_kwargs),
+            [(entry.spec, entry.weight) for entry in config.opponents],
+            rows,
+            config.trial.episodes,
+        ),
         "exploitability": None,
         "ratings": read_ratings(info.state),
     }

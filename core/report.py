@@ -2,7 +2,9 @@
 
 ``write_report(report, out_dir)`` writes ``report.json``, ``report.md`` (tables with the plot embedded) and
 ``success_by_episode.png`` (win rate by episode index within a trial, one line per opponent, 95% Wilson bars, and a
-dotted line at the opponent's winnable share where it is known).
+dotted line at the opponent's winnable share where it is known; where the testbed has ceilings, their fixed (dashed)
+and adaptive (solid, thin) lines, in the same colour as the opponent, or black for the training pool's, on a
+second panel of mean return by episode when the ceilings are in chips).
 Everything reads the JSON-ready dict of ``arena.core.evaluation.evaluate_run``, so a saved ``report.json`` can be
 re-rendered.
 """
@@ -117,6 +119,85 @@ EPISODE_NOTE = (
 )
 
 
+CEILING_HEADER = (
+    "opponent",
+    "ceilings of",
+    "measured by episode",
+    "fixed",
+    "adaptive by episode",
+    "headroom captured",
+    "pool's best fixed vs it",
+    "best response",
+)
+NO_HEADROOM = "no headroom"
+
+
+def _value(value: float | None, metric: str) -> str:
+    if value is None:
+        return "–"
+    return f"{value:+.3f}" if metric == "return" else f"{value:.3f}"
+
+
+def _values(values: Sequence[float | None], metric: str) -> str:
+    return " / ".join(_value(v, metric) for v in values)
+
+
+def _shares(values: Sequence[float | None]) -> str:
+    return " / ".join(NO_HEADROOM if v is None else f"{v:.2f}" for v in values)
+
+
+def ceiling_metric(report: Mapping[str, Any]) -> str | None:
+    """The ceilings' metric (``win_rate`` or ``return``), or None when the report has no ceilings."""
+    ceilings = report.get("ceilings")
+    return str(ceilings["metric"]) if ceilings else None
+
+
+def ceiling_title(report: Mapping[str, Any]) -> str:
+    c = report["ceilings"]
+    metric = str(c["metric"])
+    unit = "win rate" if metric == "win_rate" else "mean return"
+    pool = ", ".join(f"{name} {weight:.2g}" for name, weight in zip(c["opponents"], c["weights"], strict=True))
+    extra = f", card-aware {_values(c['card_aware'], metric)}" if "card_aware" in c else ""
+    return (
+        f"Ceilings by episode, in {unit} (arena.arenas.ceilings; docs/testbeds.md). Training pool ({pool}): "
+        f"fixed {_values(c['fixed'], metric)}, adaptive {_values(c['adaptive'], metric)}, "
+        f"informed {_values(c['informed'], metric)}{extra}."
+    )
+
+
+def ceiling_rows(report: Mapping[str, Any]) -> list[list[str]]:
+    metric = ceiling_metric(report)
+    if metric is None:
+        return []
+    rows = []
+    judged = [(r["opponent"], r["ceilings"]) for r in report["opponents"] if r.get("ceilings")]
+    pool = report["ceilings"].get("pool")
+    if pool:
+        judged.append(("pool (weighted mean)", pool))
+    for name, c in judged:
+        rows.append(
+            [
+                str(name),
+                str(c["against"]),
+                _values(c["measured"], metric),
+                _value(c["fixed"][0], metric),
+                _values(c["adaptive"], metric),
+                _shares(c["headroom_share"]),
+                f"{_value(c['fixed_low'], metric)}..{_value(c['fixed_high'], metric)}" if "fixed_low" in c else "",
+                _value(c["informed"], metric) if "fixed_low" in c else "",
+            ]
+        )
+    return rows
+
+
+CEILING_NOTE = (
+    "Headroom captured = (measured − fixed) / (adaptive − fixed): 0 is the fixed-policy ceiling, 1 the adaptive one; "
+    f"'{NO_HEADROOM}' where adaptive − fixed is 0 (always episode 1 of the pool). A pool member is judged against "
+    "the pool's ceilings (exact only for the pool's weighted mean), an opponent outside the pool against the most the "
+    "pool's best fixed policies get against it and the adaptive ceiling of the pool and it in a uniform mix."
+)
+
+
 def policy_rows(exploit: Mapping[str, Any]) -> list[list[str]]:
     return [
         [name, f"{p['Pass']:.3f}", f"{p['Bet']:.3f}", f"{p['invalid_rate']:.3f}"]
@@ -163,6 +244,10 @@ def format_text(report: Mapping[str, Any]) -> str:
         lines += _aligned(episode_header(report), episode_rows(report))
         if _has_won_by(report):
             lines += [EPISODE_NOTE]
+    if ceiling_metric(report):
+        lines += ["", ceiling_title(report)]
+        lines += _aligned(CEILING_HEADER, ceiling_rows(report))
+        lines += [CEILING_NOTE]
     exploit = report.get("exploitability")
     if exploit:
         lines += ["", "Kuhn poker exploitability (0 = Nash equilibrium):"]
@@ -195,6 +280,10 @@ def format_markdown(report: Mapping[str, Any], plot: str | None = PLOT) -> str:
     lines += _markdown_table(episode_header(report), episode_rows(report))
     if _has_won_by(report):
         lines += ["", EPISODE_NOTE]
+    if ceiling_metric(report):
+        lines += ["", "## Ceilings", "", ceiling_title(report), ""]
+        lines += _markdown_table(CEILING_HEADER, ceiling_rows(report))
+        lines += ["", CEILING_NOTE]
     exploit = report.get("exploitability")
     if exploit:
         lines += ["", "## Kuhn poker exploitability", "", "```"]
@@ -207,48 +296,89 @@ def format_markdown(report: Mapping[str, Any], plot: str | None = PLOT) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _ceiling_lines(ax: Any, xs: Sequence[int], c: Mapping[str, Any], color: Any, who: str) -> None:
+    ax.plot(xs, c["fixed"], color=color, linestyle="--", linewidth=1, label=f"{who}: fixed ceiling")
+    ax.plot(xs, c["adaptive"], color=color, linestyle="-", linewidth=1, alpha=0.7, label=f"{who}: adaptive ceiling")
+
+
 def draw_success(
-    ax: Any, report: Mapping[str, Any], title: str | None = None, colors: Mapping[str, Any] | None = None
+    ax: Any,
+    report: Mapping[str, Any],
+    title: str | None = None,
+    colors: Mapping[str, Any] | None = None,
+    metric: str = "win_rate",
 ) -> None:
     """Draw ``plot_success``'s chart on a matplotlib ``ax`` (``arena report`` puts one panel per checkpoint).
 
+    ``metric`` is ``win_rate`` (Wilson bars, the winnable line) or ``return`` (mean return by episode, normal bars).
+    Where the report's ceilings are in ``metric``, their fixed (dashed) and adaptive (solid, thin) lines are drawn:
+    the training pool's in black beside the pool's weighted mean, an opponent outside the pool's in its colour.
     ``colors`` maps opponent names to colours (``arena report`` passes its run-wide palette, so an opponent has
     one colour in every figure); without it, or for a name it lacks, matplotlib's colour cycle decides."""
+    field, key = ("win_rate", "rate") if metric == "win_rate" else ("mean_return", "mean")
     opponents = report["opponents"]
+    episodes = int(report["episodes_per_trial"])
+    xs = list(range(1, episodes + 1))
+    ceilings = report.get("ceilings") if ceiling_metric(report) == metric else None
     spread = 0.15
     for i, r in enumerate(opponents):
         # Small horizontal offsets keep the error bars of different opponents apart.
         offset = (i - (len(opponents) - 1) / 2) * spread / max(1, len(opponents) - 1) if len(opponents) > 1 else 0
-        xs = [e["episode"] + offset for e in r["by_episode"]]
-        ys = [e["win_rate"]["rate"] for e in r["by_episode"]]
-        low = [e["win_rate"]["rate"] - e["win_rate"]["low"] for e in r["by_episode"]]
-        high = [e["win_rate"]["high"] - e["win_rate"]["rate"] for e in r["by_episode"]]
+        points = [e[field] for e in r["by_episode"] if field in e]
+        ys = [p[key] for p in points]
+        low = [0.0 if p["low"] is None else p[key] - p["low"] for p in points]
+        high = [0.0 if p["high"] is None else p["high"] - p[key] for p in points]
         color = (colors or {}).get(r["opponent"])
         bars = ax.errorbar(
-            xs, ys, yerr=[low, high], marker="o", capsize=3, color=color, label=f"{r['opponent']} ({r['group']})"
+            [e["episode"] + offset for e in r["by_episode"] if field in e],
+            ys,
+            yerr=[low, high],
+            marker="o",
+            capsize=3,
+            color=color,
+            label=f"{r['opponent']} ({r['group']})",
         )
-        if r.get("winnable"):  # the ceiling no episode can pass, in the opponent's colour
-            ax.axhline(r["winnable"]["rate"], color=bars.lines[0].get_color(), linestyle=":", linewidth=1)
-    episodes = int(report["episodes_per_trial"])
-    ax.set_xticks(range(1, episodes + 1))
+        drawn = bars.lines[0].get_color()
+        if metric == "win_rate" and r.get("winnable"):  # the ceiling no episode can pass, in the opponent's colour
+            ax.axhline(r["winnable"]["rate"], color=drawn, linestyle=":", linewidth=1)
+        if ceilings and r.get("ceilings") and r["ceilings"]["against"] != "pool":
+            _ceiling_lines(ax, xs, r["ceilings"], drawn, str(r["opponent"]))
+    if ceilings:
+        pool = ceilings.get("pool")
+        if pool and all(m is not None for m in pool["measured"]):
+            ax.plot(xs, pool["measured"], color="black", marker="x", linewidth=1.5, label="training pool (weighted)")
+        _ceiling_lines(ax, xs, ceilings, "black", "training pool")
+    ax.set_xticks(xs)
     ax.set_xlim(0.5, episodes + 0.5)
-    ax.set_ylim(0, 1)
+    if metric == "win_rate":
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_ylabel("win rate (95% Wilson CI)")
+    else:
+        ax.set_ylabel("mean return (95% CI)")
     ax.set_xlabel("episode of the trial")
-    ax.set_ylabel("win rate (95% Wilson CI)")
-    ax.set_title(title if title is not None else f"{report['learner']} step {report['step']} on {report['arena']}")
+    default = f"{report['learner']} step {report['step']} on {report['arena']}"
+    ax.set_title(title if title is not None else default + ("" if metric == "win_rate" else ", mean return"))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="x-small" if ceilings else "small")
+
+
+def success_panels(report: Mapping[str, Any]) -> list[str]:
+    """The metrics ``draw_success`` shows for ``report``: win rate, and mean return when the ceilings are in it."""
+    return ["win_rate", "return"] if ceiling_metric(report) == "return" else ["win_rate"]
 
 
 def plot_success(report: Mapping[str, Any], path: Path) -> Path:
-    """Win rate by episode index, one line per opponent with asymmetric 95% Wilson error bars."""
+    """Win rate by episode index, one line per opponent with asymmetric 95% Wilson error bars (and a second panel
+    of mean return by episode when the ceilings are in return)."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display on servers; also keeps a test run from opening windows
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    draw_success(ax, report)
+    panels = success_panels(report)
+    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 4.5), squeeze=False)
+    for ax, metric in zip(axes[0], panels, strict=True):
+        draw_success(ax, report, metric=metric)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

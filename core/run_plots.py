@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.core.report import draw_success
+from arena.core.report import draw_success, success_panels
 from arena.core.run_data import ALL, EvalResult, Point, RunData, outcome_series, rating_series
 
 #: Width of the centred moving average drawn over the raw (faint) learning curves.
@@ -125,19 +125,22 @@ def plot_learning_curves(run: RunData, path: Path, palette: dict[str, Any] | Non
 
 def plot_success_grid(evals: Sequence[EvalResult], path: Path, palette: dict[str, Any] | None = None) -> Path | None:
     """One panel per ``arena eval`` result (``report.draw_success``): win rate by episode of the trial, each
-    opponent in its ``palette`` colour (default: one colour per opponent of these results)."""
+    opponent in its ``palette`` colour (default: one colour per opponent of these results), with the testbed's
+    ceilings as lines; a result whose ceilings are in return (Kuhn's chips) gets a second panel of mean return."""
     if not evals:
         return None
     plt = _pyplot()
     if palette is None:
         palette = colors(str(r["opponent"]) for result in evals for r in result.report.get("opponents") or [])
-    cols = min(3, len(evals))
-    nrows = math.ceil(len(evals) / cols)
+    panels = [(result, metric) for result in evals for metric in success_panels(result.report)]
+    cols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(6 * cols, 4.2 * nrows), squeeze=False)
     flat = [ax for row in axes for ax in row]
-    for ax, result in zip(flat, evals, strict=False):
-        draw_success(ax, result.report, title=result.label, colors=palette)
-    for ax in flat[len(evals) :]:
+    for ax, (result, metric) in zip(flat, panels, strict=False):
+        title = result.label if metric == "win_rate" else f"{result.label}, mean return"
+        draw_success(ax, result.report, title=title, colors=palette, metric=metric)
+    for ax in flat[len(panels) :]:
         ax.set_visible(False)
     return _save(fig, path)
 

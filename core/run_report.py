@@ -20,7 +20,18 @@ from typing import Any
 import attrs
 
 from arena.core import run_plots
-from arena.core.report import _markdown_table, _mean, _pct, episode_header, episode_rows
+from arena.core.report import (
+    CEILING_HEADER,
+    CEILING_NOTE,
+    _markdown_table,
+    _mean,
+    _pct,
+    ceiling_metric,
+    ceiling_rows,
+    ceiling_title,
+    episode_header,
+    episode_rows,
+)
 from arena.core.run_data import (
     ALL,
     HEAD,
@@ -254,6 +265,10 @@ def arena_eval_section(run: RunData, plot: str | None) -> list[Block]:
     for result in run.evals:
         blocks += [Para(f"{result.label}, win rate by episode [95% CI]:")]
         blocks += [Table(episode_header(result.report), episode_rows(result.report))]
+        if ceiling_metric(result.report):
+            blocks += [Para(ceiling_title(result.report)), Table(list(CEILING_HEADER), ceiling_rows(result.report))]
+    if any(ceiling_metric(result.report) for result in run.evals):
+        blocks += [Para(CEILING_NOTE)]
     return blocks
 
 
