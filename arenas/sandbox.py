@@ -784,6 +784,8 @@ def _one_sandbox(
                 break
             for key, _ in selector.select(timeout=min(left, 1.0)):
                 fd = int(key.fd)
+                if fd not in open_fds:  # closed earlier in this round (the control channel drains the streams)
+                    continue
                 if fd in streams:
                     if not drain(fd):
                         selector.unregister(fd)

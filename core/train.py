@@ -997,6 +997,9 @@ class Run:
 
         rundir.check_out_dir(self.out_dir)
         refuse_reuse()  # every process, before the main one takes the lock
+        # ... and before any process writes: without this barrier the main process could write config.yaml
+        # before a slower one checked, and that one would refuse the run it belongs to.
+        self.dist.barrier()
         if self.dist.is_main:
             lock = rundir.RunLock(self.out_dir)
         try:
