@@ -202,7 +202,7 @@ def test_expert_is_loaded_once_and_checked(
         other.expert(str(expert_dir))
     assert not other.experts
     assert backend.expert(f"model:{expert_dir}@hf") is not None  # model: prefix and @backend suffix accepted
-    with pytest.raises(ArenaError, match="unknown model .*missing.*no such directory"):
+    with pytest.raises(ArenaError, match=r"unknown model .*missing.*no such directory"):
         backend.expert(str(tmp_path / "missing"))
 
 
