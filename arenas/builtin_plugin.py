@@ -11,7 +11,7 @@ from typing import Any
 
 from arena.arenas.openspiel_arenas import OpenSpielArena
 from arena.arenas.rps import RockPaperScissorsEnv
-from arena.core.markers import hookimpl
+from arena.core.api.markers import hookimpl
 
 OPENSPIEL_GAMES: dict[str, str] = {
     "kuhn_poker": "Kuhn poker: three-card poker with one betting round (2+ players).",

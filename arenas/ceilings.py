@@ -14,7 +14,7 @@ computed by expectimax over the type posterior and the opponents' own randomness
 * ``informed``: the best policy that knows the type (Kuhn: the opponent's style, not its card), averaged over
   the pool; Kuhn adds ``card_aware`` (style and the opponent's card known).
 
-Win rate is the engine's (``arena.core.engine.episode_outcomes``): a win is a return above the other seat's, so
+Win rate is the engine's (``arena.core.rollout.engine.episode_outcomes``): a win is a return above the other seat's, so
 in these two-player zero-sum games a positive return, and in ``doors`` opening the prize's door. ``metric`` is
 ``"win_rate"`` or ``"return"`` (chips in Kuhn poker, the score in rock-paper-scissors).
 
@@ -45,7 +45,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from arena.core.errors import ArenaError
+from arena.core.api.errors import ArenaError
 
 __all__ = [
     "DoorsModel",

@@ -27,11 +27,11 @@ from typing import Any, ClassVar
 import attrs
 import structlog
 
-from arena.arenas.base import Move, ParseResult, SeatView
 from arena.arenas.coding_tasks import CodingTask, TestCase, tasks_for
 from arena.arenas.sandbox import SandboxResult, describe_isolation, launch_mode, run_batch
 from arena.arenas.single_task import SingleTaskTextEnv
-from arena.core.errors import ArenaError
+from arena.core.api.arena import Move, ParseResult, SeatView
+from arena.core.api.errors import ArenaError
 
 __all__ = [
     "CheckResult",

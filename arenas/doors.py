@@ -32,7 +32,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from arena.arenas.base import Move, SeatView
+from arena.core.api.arena import Move, SeatView
 
 __all__ = ["DEFAULT_DOORS", "SCOUT", "DoorsAdapter", "DoorsEnv", "prize_door"]
 

@@ -13,9 +13,10 @@ The advantages are the project's own functions on hand-built ``Sample`` lists, a
 action sample per episode, all with the same anchor (the doors' observation text is the same in every episode),
 ``meta["episode_return"]`` = the episode's score:
 
-* ``mage``: ``plugins.mage.mage_returns`` then ``mage_advantages`` (differential reward, ``gamma_traj``, w = 1,
+* ``mage``: the mage plugin's ``compute_returns`` then ``compute_advantages`` hooks (differential reward,
+``gamma_traj``, w = 1,
   mean only: the plugin's defaults);
-* ``grpo``: ``plugins.grpo.grpo_advantages`` on each sample's own episode return over the group (the core's
+* ``grpo``: the grpo plugin's ``compute_advantages`` on each sample's own episode return over the group (the core's
   default return), ``std_norm`` as given: per-episode GRPO.
 
 The expectation is exact: the other G - 1 trials are i.i.d. over a handful of trial types (ep-1 action, returns per
@@ -31,7 +32,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from arena.core.samples import Sample
+from arena.core.api.samples import Sample
+from arena.core.host.plugins import PluginSet
 
 __all__ = ["TrialType", "scout_advantage", "trial_types"]
 
@@ -97,19 +99,25 @@ def _samples(trials: Sequence[TrialType]) -> list[Sample]:
 
 
 def _first_advantage(trials: Sequence[TrialType], method: str, gamma_traj: float, std_norm: bool) -> float:
-    """The advantage of trial 0's episode-1 sample in the group ``trials``."""
+    """The advantage of trial 0's episode-1 sample in the group ``trials``, from the plugin's own hooks."""
+    if method not in {"mage", "grpo"}:
+        raise ValueError(f"method must be 'mage' or 'grpo', got {method!r}")
     samples = _samples(trials)
+    plugins = _plugins(method)
     if method == "mage":
-        from arena.plugins.mage import mage_advantages, mage_returns
-
-        returns = mage_returns(samples, gamma_traj=gamma_traj)
+        options = {"mage": {"gamma_traj": gamma_traj, "std_norm": std_norm}}
+        returns = plugins.first("compute_returns", samples=samples, options=options)
         samples = [attrs.evolve(s, ret=g) for s, g in zip(samples, returns, strict=True)]
-        return mage_advantages(samples, std_norm=std_norm)[0]
-    if method == "grpo":
-        from arena.plugins.grpo import grpo_advantages
+    else:  # per-episode GRPO: each sample's return is its own episode's score (the core's default return)
+        options = {"grpo": {"std_norm": std_norm}}
+        samples = [attrs.evolve(s, ret=s.reward) for s in samples]
+    return float(plugins.first("compute_advantages", samples=samples, options=options)[0])
 
-        return grpo_advantages([s.reward for s in samples], [s.group_id for s in samples], std_norm=std_norm)[0]
-    raise ValueError(f"method must be 'mage' or 'grpo', got {method!r}")
+
+@functools.cache
+def _plugins(method: str) -> PluginSet:
+    # Through the hooks, as `arena train` calls them: arenas import no plugin.
+    return PluginSet([method])
 
 
 @functools.cache

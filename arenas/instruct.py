@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 
 import attrs
 
-from arena.arenas.base import Move, ParseResult, SeatView
 from arena.arenas.instruct_constraints import KINDS, Constraint, compatible, count_sentences, count_words
 from arena.arenas.single_task import SingleTaskTextEnv
+from arena.core.api.arena import Move, ParseResult, SeatView
 
 __all__ = [
     "InstructAdapter",

@@ -15,7 +15,7 @@ import pyspiel
 from gymnasium.utils import EzPickle
 from shimmy import OpenSpielCompatibilityV0
 
-from arena.arenas.base import Move, SeatView
+from arena.core.api.arena import Move, SeatView
 
 __all__ = [
     "ADAPTERS",

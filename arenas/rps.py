@@ -12,7 +12,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from arena.arenas.base import Move, SeatView
+from arena.core.api.arena import Move, SeatView
 
 __all__ = ["MOVES", "RockPaperScissorsAdapter", "RockPaperScissorsEnv"]
 

@@ -1,6 +1,6 @@
 """Reading a plugin's settings out of the learner's ``options`` mapping (shared by the advantage estimators).
 
-``options`` maps plugin names to settings dicts (see ``compute_advantages`` in ``arena.core.hookspecs``). A setting
+``options`` maps plugin names to settings dicts (see ``compute_advantages`` in ``arena.core.api.hookspecs``). A setting
 the plugin does not know is an error rather than silently ignored: a typo (``std_nrom``) would otherwise run the
 default without anyone noticing.
 """
@@ -11,7 +11,7 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-from arena.core.errors import ConfigError
+from arena.core import ConfigError
 
 
 def read_options(

@@ -9,7 +9,7 @@ rewards long wrong answers). The advantage is the return centred on its group (`
 (a group of one sample gets 0, since its mean is its return). The second change lives in the loss, not here: the
 per-token losses are summed over each sequence and divided by a constant, the maximum completion length, rather
 than by each sequence's length. This plugin declares it in ``recommended_trainer_settings`` (the trainer applies
-``arena.core.losses.aggregate(..., mode="seq_sum", norm_constant=<max completion tokens>)`` when this estimator is
+``arena.core.learn.losses.aggregate(..., mode="seq_sum", norm_constant=<max completion tokens>)`` when this estimator is
 enabled, unless the learner's config sets an aggregation explicitly).
 
 Hooks: ``compute_advantages``.
@@ -26,14 +26,13 @@ from collections.abc import Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
-from arena.core.advantages import group_normalized as grpo_advantages
-from arena.core.markers import hookimpl
-from arena.core.samples import Sample
+from arena.core import Sample, hookimpl
+from arena.core import group_normalized as grpo_advantages
 from arena.plugins._options import read_options
 
 NAME = "drgrpo"
 DEFAULTS: Mapping[str, Any] = {}
-#: The loss aggregation Dr.GRPO's objective needs (a mode of ``arena.core.losses.aggregate``).
+#: The loss aggregation Dr.GRPO's objective needs (a mode of ``arena.core.learn.losses.aggregate``).
 LOSS_AGGREGATION: Final = "seq_sum"
 #: Trainer settings this estimator expects; ``norm_constant`` of ``seq_sum`` is the max completion length.
 recommended_trainer_settings: Final[Mapping[str, Any]] = MappingProxyType({"loss_aggregation": LOSS_AGGREGATION})

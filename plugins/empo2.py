@@ -40,7 +40,8 @@ do into a policy that needs no memory at evaluation time.
 
    Keys embed the observation text rather than the whole prompt: the prompt begins with the rules, which are the
    same for every state, and the embedder reads only 256 tokens. Embeddings are all-MiniLM-L6-v2 (mean pooling,
-   unit vectors; ``arena.core.embeddings``). Retrieval (``retrieve_memory``, memory modes only): embed the current
+   unit vectors; ``arena.core.models.embeddings``). Retrieval (``retrieve_memory``, memory modes only): embed the
+   current
    observation, keep entries with cosine > ``retrieve_threshold`` = 0.5, sort by score (highest first; equal scores
    oldest first), take ``top_k`` = 10; they are shown as ``<tip>…</tip>`` lines under "Here are some memories you
    collected in your previous exploration:". Evaluation with ``eval_memory`` reads the training store of the
@@ -55,7 +56,7 @@ do into a policy that needs no memory at evaluation time.
    ``loss.old_logprobs: recompute``: the view sets ``old_context="rollout"``, so the trainer's recompute of π_old
    runs in the prompt with the tips (before, it ran in the stripped one and the ratio started at 1: plain PPO
    instead of the distillation). The learner's loss should then be
-   set as in the paper (these are ``LossConfig`` keys, ``arena.core.trainer``)::
+   set as in the paper (these are ``LossConfig`` keys, ``arena.core.learn.trainer``)::
 
        loss: {clip_low: 0.2, clip_high: 0.3, dual_clip: 10.0, low_prob_mask: token, low_prob_threshold: -5.0}
 
@@ -122,21 +123,22 @@ from typing import Any
 import attrs
 import numpy as np
 
-from arena.core.backends.base import ChatMessage, Segment
-from arena.core.errors import ConfigError
-from arena.core.markers import hookimpl
-from arena.core.records import (
+from arena.core import (
+    ChatMessage,
+    ConfigError,
     EpisodeRecord,
     MemoryItem,
     Reflection,
     ReflectionRequest,
+    Sample,
+    Segment,
     Step,
     TrialRecord,
     TrialSpec,
     Turn,
+    derive_seed,
+    hookimpl,
 )
-from arena.core.samples import Sample
-from arena.core.seeding import derive_seed
 from arena.plugins._options import read_options
 
 NAME = "empo2"
@@ -235,7 +237,7 @@ def store_key(trial: TrialSpec, seat: int, agent: str) -> StoreKey:
 
 def recurring_tasks(options: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
     """The mechanisms ``options`` enable that need a task key to recur across iterations (``task_pool``), for
-    the run set-up's warning (``arena.core.task_recurrence``): the tip memory, read in memory iterations."""
+    the run set-up's warning (``arena.core.learn.task_recurrence``): the tip memory, read in memory iterations."""
     if settings(options)["p"] == 0:
         return []
     return ["tip memory (per-task stores keyed by the trial seed) reaches only the trials of the same group"]
@@ -474,7 +476,7 @@ def tips_in_prompt(text: str) -> int:
 class EMPO2:
     """The stateful plugin (one object per process, see the module docstring).
 
-    ``embed(texts) -> (n, d)`` unit vectors; default: all-MiniLM-L6-v2 (``arena.core.embeddings``), loaded on
+    ``embed(texts) -> (n, d)`` unit vectors; default: all-MiniLM-L6-v2 (``arena.core.models.embeddings``), loaded on
     first use. Tests inject a cheaper one.
     """
 
@@ -488,7 +490,7 @@ class EMPO2:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._embed is None:
-            from arena.core.embeddings import sentence_embedder
+            from arena.core import sentence_embedder
 
             self._embed = sentence_embedder().encode
         return np.asarray(self._embed(list(texts)), dtype=np.float32)

@@ -8,7 +8,7 @@ never exceeds a fraction of the advantage's magnitude and so never flips its sig
 
 ``H_t`` is the entropy of the current policy's distribution at token t, at the temperature the token was
 sampled with (the trainer computes it in the same forward pass as the log-probs, see
-``arena.core.logprobs.policy_logprobs``). The bonus is added whatever the sign of A: a negative advantage becomes
+``arena.core.learn.logprobs.policy_logprobs``). The bonus is added whatever the sign of A: a negative advantage becomes
 less negative (at most by |A|/κ, so with κ > 1 it stays negative), a positive one larger; a token with A = 0
 gets nothing. Because H_t depends on the policy being trained, the shaping runs inside the loss, once per
 micro-batch (hook ``shape_token_advantages``), not with the advantage estimators before the update.
@@ -31,9 +31,7 @@ from typing import Any
 
 import torch
 
-from arena.core.errors import ConfigError
-from arena.core.markers import hookimpl
-from arena.core.samples import Sample
+from arena.core import ConfigError, Sample, hookimpl
 from arena.plugins._options import read_options
 
 NAME = "entropy_adv"

@@ -31,9 +31,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from arena.core.advantages import group_normalized as grpo_advantages
-from arena.core.markers import hookimpl
-from arena.core.samples import Sample
+from arena.core import Sample, hookimpl
+from arena.core import group_normalized as grpo_advantages
 from arena.plugins._options import read_options
 
 NAME = "gigpo"

@@ -24,9 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from arena.core.advantages import group_normalized
-from arena.core.markers import hookimpl
-from arena.core.samples import Sample
+from arena.core import Sample, group_normalized, hookimpl
 from arena.plugins._options import read_options
 
 NAME = "grpo"

@@ -50,22 +50,24 @@ from typing import Any
 
 import attrs
 
-from arena.core.augment import (
+from arena.core import (
     Augmentation,
     AugmentResult,
+    ChatMessage,
+    ConfigError,
+    GenerationRequest,
     GroupTask,
+    Sample,
     ScoredAnswer,
+    Segment,
     answer_format_of,
     answer_sample,
+    derive_seed,
     group_score,
+    hookimpl,
     system_messages,
     task_text_of,
 )
-from arena.core.backends.base import ChatMessage, GenerationRequest, Segment
-from arena.core.errors import ConfigError
-from arena.core.markers import hookimpl
-from arena.core.samples import Sample
-from arena.core.seeding import derive_seed
 from arena.plugins._options import read_options
 
 NAME = "herl"

@@ -10,7 +10,7 @@ config); this plugin adds what MAGE puts on top of it:
    episodes as their reflections (``memory: reflection_only``), as their move transcripts (``history_only``: no
    reflection is requested) or both (``history_and_reflection``). The rest of the turn prompt (rules, episode
    k of N, the current episode's last 7 steps with full observations for the last 2, the answer format) is the
-   engine's default prompt (``arena.core.prompts``, ``PromptConfig``).
+   engine's default prompt (``arena.core.rollout.prompts``, ``PromptConfig``).
 
 2. **Differential reward and cross-episode returns.** With R(τ_n) the learner's return in episode n and
    R(τ_0) = 0 (episodes numbered from 1 here; ``Sample.episode`` counts from 0)::
@@ -50,7 +50,7 @@ config); this plugin adds what MAGE puts on top of it:
    of its own (anchor bracket 0), this plugin's behaviour before issue 22.
 
 What the dumped rollouts show: ``reward_terms["env"]`` is the core's plain episodic return R(τ_n) (see
-``arena.core.experience``; for a reflection, the return of the episode after it) and is *not* what MAGE trains
+``arena.core.learn.experience``; for a reflection, the return of the episode after it) and is *not* what MAGE trains
 on; ``invalid`` and ``length`` are this plugin's penalties; any other plugin's terms are added to E_i like the
 penalties. ``return`` is G_t above (penalties are not discounted into it); ``advantage`` is A.
 
@@ -91,21 +91,22 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from arena.core.advantages import group_normalized
-from arena.core.backends.base import ChatMessage, Segment
-from arena.core.errors import ConfigError
-from arena.core.markers import hookimpl
-from arena.core.records import (
+from arena.core import (
+    ChatMessage,
+    ConfigError,
     EpisodeRecord,
     MemoryItem,
+    PromptConfig,
     Reflection,
     ReflectionRequest,
+    Sample,
+    Segment,
     TrialRecord,
     TrialSpec,
     Turn,
+    group_normalized,
+    hookimpl,
 )
-from arena.core.samples import Sample
-from arena.core.settings import PromptConfig
 from arena.plugins._options import read_options
 
 NAME = "mage"

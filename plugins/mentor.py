@@ -89,12 +89,18 @@ from typing import Any
 import attrs
 import numpy as np
 
-from arena.core.advantages import group_members
-from arena.core.backends.base import Guide, Segment
-from arena.core.errors import ConfigError
-from arena.core.markers import hookimpl
-from arena.core.records import ActionPlan, TrialRecord, TrialSpec, Turn
-from arena.core.samples import Sample
+from arena.core import (
+    ActionPlan,
+    ConfigError,
+    Guide,
+    Sample,
+    Segment,
+    TrialRecord,
+    TrialSpec,
+    Turn,
+    group_members,
+    hookimpl,
+)
 from arena.plugins._options import read_options
 
 NAME = "mentor"

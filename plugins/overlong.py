@@ -19,7 +19,7 @@ to shape them against the same ``max_length``). Samples added by ``augment_group
 reward terms and are not shaped.
 
 DAPO's other variant, *overlong filtering* (truncated samples left out of the loss), is a loss setting rather than
-a reward term: ``loss: {overlong_filter: true}`` (``arena.core.trainer.LossConfig``).
+a reward term: ``loss: {overlong_filter: true}`` (``arena.core.learn.trainer.LossConfig``).
 
 Hooks: ``compute_rewards``.
 
@@ -36,10 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from arena.core.errors import ConfigError
-from arena.core.markers import hookimpl
-from arena.core.records import TrialRecord
-from arena.core.samples import Sample
+from arena.core import ConfigError, Sample, TrialRecord, hookimpl
 from arena.plugins._options import read_options
 
 NAME = "overlong"

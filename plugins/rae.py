@@ -40,9 +40,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from arena.core.errors import ConfigError
-from arena.core.markers import hookimpl
-from arena.core.samples import Sample
+from arena.core import ConfigError, Sample, hookimpl
 from arena.plugins._options import read_options
 
 NAME = "rae"

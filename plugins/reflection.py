@@ -16,9 +16,7 @@ Hooks: ``reflect``, ``retrieve_memory``.
 
 from __future__ import annotations
 
-from arena.core.backends.base import ChatMessage
-from arena.core.markers import hookimpl
-from arena.core.records import EpisodeRecord, MemoryItem, Reflection, ReflectionRequest, TrialSpec, Turn
+from arena.core import ChatMessage, EpisodeRecord, MemoryItem, Reflection, ReflectionRequest, TrialSpec, Turn, hookimpl
 
 NAME = "reflection"
 SECTION = "Your reflections on earlier episodes of this trial:"

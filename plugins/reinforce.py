@@ -20,8 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from arena.core.markers import hookimpl
-from arena.core.samples import Sample
+from arena.core import Sample, hookimpl
 from arena.plugins._options import read_options
 
 NAME = "reinforce"

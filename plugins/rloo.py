@@ -21,9 +21,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from arena.core.advantages import group_members
-from arena.core.markers import hookimpl
-from arena.core.samples import Sample
+from arena.core import Sample, group_members, hookimpl
 from arena.plugins._options import read_options
 
 NAME = "rloo"

@@ -4,7 +4,7 @@ The pipeline of the SAFARI summary, as commands (``register_commands``); no tria
 
 1. ``arena safari data``: **exploratory data construction.** For each task (an arena seed) an *expert* (a scripted
    oracle such as ``text_maze-explorer`` or ``mcts:200``, or a model spec) plays the learner's seat. At each of
-   the first ``depth`` learner decisions of a line the state is copied (``arena.core.arena_state``) and the line
+   the first ``depth`` learner decisions of a line the state is copied (``arena.core.rollout.arena_state``) and the line
    branches: besides the expert's choice, ``width − 1`` other legal actions (sampled uniformly) are each taken once
    from the copied state, after which the expert continues to the end. A line deviates at most
    ``max_deviations`` times; branches are expanded breadth-first until ``max_trajectories`` lines per task. Each
@@ -18,7 +18,7 @@ The pipeline of the SAFARI summary, as commands (``register_commands``); no tria
    at that state (``build_turn_prompt`` on the same ``Turn`` the engine builds: rules, recent steps, observation,
    answer format, legal moves) and the answer ``<action>MOVE</action>``. Duplicates (same prompt and answer) are
    written once.
-2. ``arena sft``: supervised fine-tuning (``arena.core.sft``, the ``Trainer`` with loss kind ``sft``).
+2. ``arena sft``: supervised fine-tuning (``arena.core.learn.sft``, the ``Trainer`` with loss kind ``sft``).
 3. ``arena safari pairs``: **contrastive pairs.** Along the expert's line of each task, at each learner decision
    (up to ``states_per_task``), the student (the SFT model through its backend, at ``temperature``) answers the
    engine's prompt. When its move differs from the expert's, both actions are valued by ``rollouts`` Monte-Carlo
@@ -57,18 +57,31 @@ import attrs
 import click
 import numpy as np
 
-from arena import arenas
-from arena.arenas.base import Move, SeatView
-from arena.arenas.text import action_mask_of, adapter_for, parse_action
-from arena.core.arena_state import ArenaSnapshot, restore, snapshot
-from arena.core.backends.base import ChatMessage, GenerationRequest, Segment
-from arena.core.engine import episode_outcomes
-from arena.core.errors import ArenaError
-from arena.core.markers import hookimpl
-from arena.core.prompts import build_turn_prompt
-from arena.core.records import Step, TrialSpec, Turn
-from arena.core.seeding import derive_seed
-from arena.core.settings import PromptConfig, TrialConfig
+from arena.core import (
+    ArenaError,
+    ArenaSnapshot,
+    ChatMessage,
+    GenerationRequest,
+    Move,
+    PromptConfig,
+    SeatView,
+    Segment,
+    Step,
+    TrialConfig,
+    TrialSpec,
+    Turn,
+    action_mask_of,
+    adapter_for,
+    api_kind,
+    build_turn_prompt,
+    derive_seed,
+    episode_outcomes,
+    hookimpl,
+    make_arena,
+    parse_action,
+    restore,
+    snapshot,
+)
 
 NAME = "safari"
 LEARNER_SEAT_SPEC = "model:learner"
@@ -144,12 +157,12 @@ class Game:
     ) -> None:
         self.arena = arena
         self.arena_kwargs = dict(arena_kwargs or {})
-        self.make_env = make_env or (lambda: arenas.make(arena, **self.arena_kwargs))
+        self.make_env = make_env or (lambda: make_arena(arena, **self.arena_kwargs))
         self.prompt_config = prompt or PromptConfig()
         env = self.make_env()
         self.agents = list(env.possible_agents)
         self.adapter = adapter_for(env)
-        if arenas.api_kind(env) != "aec":
+        if api_kind(env) != "aec":
             raise ArenaError(f"SAFARI plays turn-based (AEC) arenas; {arena!r} is a parallel env")
         env.close()
         if not 0 <= learner_seat < len(self.agents):
@@ -168,7 +181,7 @@ class Game:
     # -- opponents ----------------------------------------------------------------------------------------------
 
     def opponents(self, seed: int) -> dict[str, Any]:
-        from arena.core.seats import make_opponent, parse_seat
+        from arena.core import make_opponent, parse_seat
 
         return {
             agent: make_opponent(parse_seat(spec), self.arena, seed=derive_seed(seed, "safari-seat", i))
@@ -326,7 +339,7 @@ class ScriptedPolicy:
     """A programmatic opponent (``text_maze-explorer``, ``mcts:200``, ``cfr``...) playing the learner's seat."""
 
     def __init__(self, spec: str, arena: str, seed: int = 0, opponent: Any = None) -> None:
-        from arena.core.seats import make_opponent, parse_seat
+        from arena.core import make_opponent, parse_seat
 
         self.name = spec
         self.opponent = opponent or make_opponent(parse_seat(spec), arena, seed=derive_seed(seed, "safari", spec))
@@ -344,7 +357,7 @@ class ModelPolicy:
     """A model seat: the engine's prompt, one sampled answer per decision (batched), parsed like the engine does."""
 
     def __init__(self, spec: str, backend: Any = None, temperature: float = 1.0, max_new_tokens: int = 256) -> None:
-        from arena.core.seats import BackendPool, parse_seat
+        from arena.core import BackendPool, parse_seat
 
         self.name = spec
         self.backend = backend or BackendPool().get(parse_seat(spec if spec.startswith("model:") else f"model:{spec}"))
@@ -772,7 +785,7 @@ class DPOOptions:
 def pair_units(backend: Any, rows: Sequence[Mapping[str, Any]], sft_coef: float) -> list[list[Any]]:
     """Per pair: ``dpo_chosen`` and ``dpo_rejected`` samples sharing ``meta["pair"]``, plus an ``sft`` sample of the
     chosen answer when ``sft_coef > 0``."""
-    from arena.core.sft import messages_of, text_sample
+    from arena.core import messages_of, text_sample
 
     units = []
     for k, row in enumerate(rows):
@@ -793,7 +806,7 @@ def run_dpo(
     """Stage 4: DPO (+ SFT) on the pairs file; the model goes to ``out`` (loads as ``model:OUT``)."""
     from tqdm import tqdm
 
-    from arena.core.sft import load_backend, make_trainer, mean_of, save_model, train_batches
+    from arena.core import load_backend, make_trainer, mean_of, save_model, train_batches
 
     started = time.perf_counter()
     rows = [json.loads(line) for line in Path(pairs_path).read_text().splitlines() if line.strip()]
@@ -880,9 +893,7 @@ def evaluate_model(
     model_spec: str, game: Game, options: EvalOptions, trial: TrialConfig | None = None
 ) -> dict[str, Any]:
     """pass@k on a one-player arena; win rate and mean return against the opponents in a game."""
-    from arena.core.engine import RolloutEngine
-    from arena.core.passk import evaluate_tasks
-    from arena.core.plugins import PluginSet
+    from arena.core import PluginSet, RolloutEngine, evaluate_tasks
 
     trial = trial or TrialConfig()
     kwargs = {**game.arena_kwargs, **options.arena_kwargs}
@@ -967,7 +978,7 @@ def run_pairs(
 
 def run_pipeline(config: SafariConfig, out: Path, progress: bool | None = None) -> dict[str, Any]:
     """All stages of ``config`` into ``out``; returns (and writes as ``summary.json``) every stage's summary."""
-    from arena.core.sft import SFTSettings, run_sft
+    from arena.core import SFTSettings, run_sft
 
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -1178,7 +1189,7 @@ def register_commands(cli: Any) -> None:
     @click.option("--out", type=click.Path(path_type=Path), default=None, help="Output dir. [default: config's out]")
     def run_cmd(config_path: str, overrides: tuple[str, ...], out: Path | None) -> None:
         """Every stage of a SAFARI config (KEY=VALUE overrides, e.g. tasks=4 data.width=3)."""
-        from arena.core.config import load_config
+        from arena.core import load_config
 
         config = load_config(SafariConfig, config_path, overrides)
         target = out or Path(config.out or f"runs/safari-{config.arena}")

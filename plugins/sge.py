@@ -1,18 +1,18 @@
 """sge: Strategy-Guided Exploration (SGE, arXiv 2603.02045; the paper has no public code).
 
 At every step the policy first writes a short strategy and then acts on it; exploration happens in the space of
-strategies rather than of tokens. This plugin adds to the default turn prompt (``arena.core.prompts``):
+strategies rather than of tokens. This plugin adds to the default turn prompt (``arena.core.rollout.prompts``):
 
 1. **Strategy prompt** (``pre_action``). Every turn asks "First write a short strategy inside
    <strategy>...</strategy>, then your move." (``instruction``; free-text arenas such as ``coding``, whose
    ``turn.legal_moves`` is empty, get ``instruction_free_text``: "... then your code."). The built-in ``tiny``
-   model was trained on that sentence (``STRATEGY_INSTRUCTIONS`` in ``arena.core.models.demos``).
+   model was trained on that sentence (``STRATEGY_INSTRUCTIONS`` in ``arena.core.models.tiny.demos``).
 
 2. **Mixed-temperature sampling** (``pre_action``'s sampling plan). The completion is sampled in two backend
    segments: the strategy at T_s = 1.2 until ``</strategy>`` (stop string kept) or ``strategy_max_tokens``, then
    the rest (reasoning and the move or code) at T_a = 0.7, both with ``top_p``. Backends record each token's
    temperature (``Completion.temperatures``), and the trainer recomputes log-probs with the same per-token
-   temperatures (logits / T_t, ``arena.core.logprobs.policy_logprobs``), so the importance ratio at step 0 is 1.
+   temperatures (logits / T_t, ``arena.core.learn.logprobs.policy_logprobs``), so the importance ratio at step 0 is 1.
    Keep ``top_p`` at 1 for exact ratios: the trainer does not apply top-p. The completion's whole budget is the
    engine's ``trial.prompt.max_new_tokens``; the strategy uses at most ``strategy_max_tokens`` of it.
    ``mixed_temperature: false`` (ablation) samples everything in one segment at T_a.
@@ -24,7 +24,7 @@ strategies rather than of tokens. This plugin adds to the default turn prompt (`
    Success is the seat's outcome ``"win"`` (single-agent arenas: the task solved); anything else is a failure,
    stored with the environment's feedback ``EpisodeRecord.summaries[agent]`` (the coding arena's failing tests).
    Each rollout (trial) draws once, with a seed derived from the trial's seed, id and seat
-   (``arena.core.seeding.derive_seed``), a uniform u: u < ``p_negative`` (0.25) picks a uniformly drawn failed
+   (``arena.core.api.seeding.derive_seed``), a uniform u: u < ``p_negative`` (0.25) picks a uniformly drawn failed
    sequence (if that buffer is empty: no reflection), ``p_negative`` ≤ u < ``p_negative + p_positive`` (0.1) a
    successful one (likewise), else none. The draws are exclusive. Every turn of that rollout then shows the
    sequence (and, for a failure, the feedback) and asks to critique it and write a *different*, better strategy
@@ -38,7 +38,7 @@ strategies rather than of tokens. This plugin adds to the default turn prompt (`
    out of the learner's buffers). A key comes back only when group seeds recur across iterations, i.e. with the
    run's ``task_pool: N`` (``coding_sge``: 64 tasks, ``kuhn_sge_empo2_mage``: 16 deals' seeds); with
    ``task_pool: 0`` (a fresh seed per group) no buffer is ever read, and the run set-up logs one warning
-   (``recurring_tasks`` below declares the mechanism to ``arena.core.task_recurrence``). Buffers are filled at
+   (``recurring_tasks`` below declares the mechanism to ``arena.core.learn.task_recurrence``). Buffers are filled at
    ``trial_end`` from every episode of the trial. In a training run (``TrialSpec.meta["iteration"]`` set) an
    episode's sequence becomes visible to draws from the next iteration on: the G rollouts of an iteration all see
    the same buffers, however the engine interleaves them, so what a rollout draws depends only on the seeds and the
@@ -87,11 +87,17 @@ from typing import Any
 import attrs
 import numpy as np
 
-from arena.core.backends.base import Segment
-from arena.core.errors import ConfigError
-from arena.core.markers import hookimpl
-from arena.core.records import ActionPlan, EpisodeRecord, TrialRecord, TrialSpec, Turn
-from arena.core.seeding import derive_seed
+from arena.core import (
+    ActionPlan,
+    ConfigError,
+    EpisodeRecord,
+    Segment,
+    TrialRecord,
+    TrialSpec,
+    Turn,
+    derive_seed,
+    hookimpl,
+)
 from arena.plugins._options import read_options
 
 NAME = "sge"
@@ -247,7 +253,7 @@ def draw_reflection(
 
 def recurring_tasks(options: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
     """The mechanisms ``options`` enable that need a task key to recur across iterations (``task_pool``), for
-    the run set-up's warning (``arena.core.task_recurrence``): strategy reflection, unless it is off."""
+    the run set-up's warning (``arena.core.learn.task_recurrence``): strategy reflection, unless it is off."""
     opts = settings(options)
     if not opts["reflection"] or opts["p_negative"] + opts["p_positive"] == 0:
         return []

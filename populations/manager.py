@@ -35,8 +35,8 @@ from typing import Any
 
 import attrs
 
-from arena.core.errors import ArenaError
-from arena.core.records import TrialRecord
+from arena.core.api.errors import ArenaError
+from arena.core.api.records import TrialRecord
 from arena.populations.matchmaking import LearnerSeat, Matchup, default_matchups
 from arena.populations.pool import MemberKind, OpponentPool, PoolMember
 from arena.populations.ratings import Ratings

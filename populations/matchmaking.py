@@ -13,8 +13,8 @@ from typing import Literal
 import attrs
 import numpy as np
 
-from arena.core.errors import ArenaError
-from arena.core.seeding import derive_seed
+from arena.core.api.errors import ArenaError
+from arena.core.api.seeding import derive_seed
 from arena.populations.pool import OpponentPool
 from arena.populations.settings import PFSPConfig
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import attrs
 import numpy as np
 
-from arena.core.errors import ArenaError
+from arena.core.api.errors import ArenaError
 from arena.populations.ratings import count_result
 from arena.populations.settings import PFSPConfig
 

@@ -33,7 +33,7 @@ from openskill.models import (
     ThurstoneMostellerPart,
 )
 
-from arena.core.errors import ArenaError
+from arena.core.api.errors import ArenaError
 from arena.populations.settings import RatingsConfig
 
 #: ``RatingsConfig.model`` → the openskill model class.

@@ -1,6 +1,6 @@
 """Config records of the population manager (the ``population:`` section of a run config).
 
-Loaded by ``arena.core.config.load_config`` like every other section: an unknown key or a wrong type is a
+Loaded by ``arena.core.config.loader.load_config`` like every other section: an unknown key or a wrong type is a
 ``ConfigError`` naming the key; the validators below turn an out-of-range value into one too.
 """
 
@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 import attrs
 
-from arena.core.settings import _non_negative as _non_negative_int
-from arena.core.settings import _positive as _positive_int
+from arena.core.config.trial import _non_negative as _non_negative_int
+from arena.core.config.trial import _positive as _positive_int
 
 
 def _non_negative(instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:

@@ -11,11 +11,11 @@ import time
 
 import arena.arenas.coding as coding
 import arena.arenas.sandbox as sandbox
-from arena.core.engine import RolloutEngine
-from arena.core.plugins import PluginSet
-from arena.core.records import TrialSpec
-from arena.core.seats import BackendPool
-from arena.core.settings import PromptConfig, TrialConfig
+from arena.core.api.records import TrialSpec
+from arena.core.config.trial import PromptConfig, TrialConfig
+from arena.core.host.plugins import PluginSet
+from arena.core.rollout.engine import RolloutEngine
+from arena.core.rollout.seats import BackendPool
 
 model = sys.argv[1] if len(sys.argv) > 1 else "smollm2-135m-instruct"
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 32

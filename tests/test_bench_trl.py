@@ -1,4 +1,4 @@
-"""``arena bench train``'s single-turn comparison with TRL's ``GRPOTrainer`` (core/bench.py).
+"""``arena bench train``'s single-turn comparison with TRL's ``GRPOTrainer`` (core/bench/commands.py).
 
 Runs on the offline toy model of ``tests/toy_model.py``: what is checked is that both trainers update on exactly
 the same tokens, start from the same loss, report positive timings, and that a missing or broken ``trl`` yields a
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from arena.core import bench
+from arena.core.api.samples import Sample
 from arena.core.backends.hf import HFBackend
-from arena.core.samples import Sample
+from arena.core.bench import commands as bench
 from tests.toy_model import build_model, build_tokenizer
 
 PROMPTS = ("call or fold?", "the strategy is to bluff")

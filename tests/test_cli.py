@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from arena.core.cli import main
+from arena.core.cli.main import main
 
-ARENA = [sys.executable, "-m", "arena.core.cli"]
+ARENA = [sys.executable, "-m", "arena.core.cli.main"]
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

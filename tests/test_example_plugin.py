@@ -27,7 +27,9 @@ def pip(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def arena(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "arena.core.cli", *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "arena.core.cli.main", *args], capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.fixture(scope="module")

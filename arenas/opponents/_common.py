@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from arena.arenas.base import SeatView
-from arena.core.errors import ArenaError
+from arena.core.api.arena import SeatView
+from arena.core.api.errors import ArenaError
 
 #: pyspiel's C++ seeds are ``int``; larger Python seeds are folded into this range.
 _SPIEL_SEED_MOD = 2**31 - 1

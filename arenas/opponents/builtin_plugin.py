@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from arena.arenas.base import Opponent, OpponentFactory
 from arena.arenas.opponents._common import check_arena, check_no_arg, parse_opponent_spec, positive_int_arg
 from arena.arenas.opponents.cfr import CFR_ARENAS, DEFAULT_ITERATIONS, CfrOpponent
 from arena.arenas.opponents.kuhn import (
@@ -27,8 +26,9 @@ from arena.arenas.opponents.kuhn import (
 )
 from arena.arenas.opponents.mcts import DEFAULT_SIMULATIONS, MCTS_ARENAS, MctsOpponent
 from arena.arenas.opponents.simple import RPS_OPPONENTS, TTT_PREFERENCES, CellPreferenceOpponent, RandomOpponent
-from arena.core.errors import ArenaError
-from arena.core.markers import hookimpl
+from arena.core.api.arena import Opponent, OpponentFactory
+from arena.core.api.errors import ArenaError
+from arena.core.api.markers import hookimpl
 
 __all__ = ["builtin_opponents", "parse_opponent_spec", "register_opponents"]
 
@@ -158,7 +158,7 @@ def builtin_opponents() -> list[tuple[str, OpponentFactory, tuple[str, ...] | No
 #: Registration meta beyond arenas and description. ``strength_arg`` (the argument's default) marks an argument
 #: that sets a strength: ``mcts:1000`` is another player than ``mcts:100`` (MAGE holds MCTS-1000 out of a pool
 #: with MCTS-100), where any other opponent under another argument counts as the same player for the check
-#: that a run's unseen opponents stay out of its training pool (``arena.core.unseen``).
+#: that a run's unseen opponents stay out of its training pool (``arena.core.learn.unseen``).
 EXTRA_META: dict[str, dict[str, object]] = {"mcts": {"strength_arg": DEFAULT_SIMULATIONS}}
 
 

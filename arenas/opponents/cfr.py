@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from arena.arenas.base import SeatView
 from arena.arenas.opponents._common import pyspiel_state, require_legal
+from arena.core.api.arena import SeatView
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pyspiel
 
-from arena.arenas.base import SeatView
 from arena.arenas.opponents._common import pyspiel_state, require_legal, spiel_seed
+from arena.core.api.arena import SeatView
 
 MCTS_ARENAS: tuple[str, ...] = ("tic_tac_toe", "connect_four")
 DEFAULT_SIMULATIONS = 100

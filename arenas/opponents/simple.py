@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arena.arenas.base import SeatView
 from arena.arenas.opponents._common import require_legal
-from arena.core.errors import ArenaError
+from arena.core.api.arena import SeatView
+from arena.core.api.errors import ArenaError
 
 ROCK, PAPER, SCISSORS = 0, 1, 2
 

@@ -40,11 +40,11 @@ import attrs
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 
-from arena.core.backends.base import Completion, GenerationRequest, Segment
-from arena.core.errors import ArenaError
+from arena.core.api.backend import Completion, GenerationRequest, Segment
+from arena.core.api.errors import ArenaError
+from arena.core.api.seeding import derive_seed
 from arena.core.models import resolve_model
 from arena.core.models.held import load_held
-from arena.core.seeding import derive_seed
 
 # --- counter-based randomness -------------------------------------------------------------------------------------
 

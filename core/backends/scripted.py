@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from arena.core.backends.base import Completion, GenerationRequest, Segment, reject_guided
+from arena.core.api.backend import Completion, GenerationRequest, Segment, reject_guided
 
 Responder = Callable[[GenerationRequest, np.random.Generator], str]
 

@@ -47,8 +47,8 @@ import numpy as np
 import structlog
 import torch
 
-from arena.core.backends.base import ChatMessage, Completion, GenerationRequest, Segment, reject_guided
-from arena.core.errors import ArenaError
+from arena.core.api.backend import ChatMessage, Completion, GenerationRequest, Segment, reject_guided
+from arena.core.api.errors import ArenaError
 
 log = structlog.get_logger("arena.backends.vllm")
 

@@ -17,8 +17,8 @@ import os
 import re
 from pathlib import Path
 
-from arena.core import catalog
-from arena.core.errors import ArenaError
+from arena.core.api.errors import ArenaError
+from arena.core.host import catalog
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 

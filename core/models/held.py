@@ -1,9 +1,9 @@
 """Weights a model directory marks as *held*: entries that every trainer of this project keeps at their values.
 
-Why: ``tiny``'s copy circuit (``arena.core.models.circuit``) is a hand-set mechanism, held during the supervised
+Why: ``tiny``'s copy circuit (``arena.core.models.tiny.circuit``) is a hand-set mechanism, held during the supervised
 warm start, that the rest of the network learned to read. Those entries sit where one AdamW step moves the model
 most: set free, one step at lr 1e-4 towards an off-format first token took its probability from 0.000 to 0.999;
-held, four such steps reach 0.0016 (``arena.core.models.probe``, docs/models.md). So the build writes the masks
+held, four such steps reach 0.0016 (``arena.core.models.tiny.probe``, docs/models.md). So the build writes the masks
 next to the weights (``held_weights.safetensors``: one boolean mask per parameter name, true where the entry is
 held) and ``Trainer`` honours them: held entries get no gradient (so they do not count in the clipping norm
 either) and are restored after every optimizer step (so weight decay does not move them).
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from arena.core.errors import ArenaError
+from arena.core.api.errors import ArenaError
 
 #: The file, in a model directory, with the masks of the held entries.
 HELD_FILE = "held_weights.safetensors"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from arena.core import catalog
+from arena.core.host import catalog
 
 
 def list_models() -> list[dict[str, Any]]:

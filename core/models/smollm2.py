@@ -26,7 +26,7 @@ from typing import Any
 
 import structlog
 
-from arena.core.errors import ArenaError
+from arena.core.api.errors import ArenaError
 from arena.core.models.cache import build_atomically, models_dir
 
 log = structlog.get_logger("arena.models.smollm2")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from arena.arenas import builtin_plugin
-from arena.arenas.base import SeatView
+from arena.core.api.arena import SeatView
 
 
 @pytest.fixture(scope="session")

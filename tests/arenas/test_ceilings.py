@@ -18,12 +18,12 @@ from open_spiel.python import policy as spiel_policy
 from open_spiel.python.algorithms import best_response, expected_game_score
 
 from arena.arenas import ceilings as ce
-from arena.arenas.base import SeatView
 from arena.arenas.doors import DoorsEnv, prize_door
 from arena.arenas.opponents.builtin_plugin import builtin_opponents
 from arena.arenas.opponents.kuhn import bet_probability
 from arena.arenas.opponents.simple import RPS_OPPONENTS
 from arena.arenas.rps import RockPaperScissorsEnv
+from arena.core.api.arena import SeatView
 
 FACTORIES = {name: factory for name, factory, _, _ in builtin_opponents()}
 MAGE_POOL = (("conservative", "aggressive", "intermediate"), (0.3, 0.3, 0.4))

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from pettingzoo.test import api_test
 
-from arena.arenas.base import SeatView
 from arena.arenas.coding import CodingEnv, check_solution, check_solutions, extract_code
 from arena.arenas.coding_tasks import (
     N_TESTS,
@@ -24,7 +23,8 @@ from arena.arenas.coding_tasks import (
     task_by_id,
     tasks_for,
 )
-from arena.core.backends.base import GenerationRequest
+from arena.core.api.arena import SeatView
+from arena.core.api.backend import GenerationRequest
 
 from ..core.helpers import play, specs
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from pettingzoo.test import api_test
 
-from arena.arenas.base import SeatView
 from arena.arenas.doors import SCOUT, DoorsEnv, prize_door
-from arena.arenas.text import parse_action
+from arena.core.api.arena import SeatView
+from arena.core.rollout.text_adapter import parse_action
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*(Observation|observation).*:UserWarning")
 

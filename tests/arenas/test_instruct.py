@@ -19,7 +19,6 @@ import pytest
 from pettingzoo.test import api_test
 
 from arena import arenas
-from arena.arenas.base import SeatView
 from arena.arenas.instruct import (
     FILLERS,
     FORBIDDEN_POOL,
@@ -44,7 +43,8 @@ from arena.arenas.instruct_constraints import (
     count_sentences,
     count_words,
 )
-from arena.core.backends.base import GenerationRequest
+from arena.core.api.arena import SeatView
+from arena.core.api.backend import GenerationRequest
 
 from ..core.helpers import play, specs
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arena.arenas.base import Move, SeatView
 from arena.arenas.builtin_plugin import OPENSPIEL_GAMES
-from arena.arenas.text import adapter_for, format_moves, normalise, parse_action
+from arena.core.api.arena import Move, SeatView
+from arena.core.rollout.text_adapter import adapter_for, format_moves, normalise, parse_action
 
 MoveSet = tuple[str, list[Move], list[Move]]  # (label, legal moves, all moves)
 

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from arena.arenas import instruct
-from arena.core.cli import cli
-from arena.core.errors import ArenaError
-from arena.core.reference_demos import collect_reference_demos, reference_tasks
+from arena.core.api.errors import ArenaError
+from arena.core.cli.main import cli
+from arena.core.cli.reference_demos import collect_reference_demos, reference_tasks
 
 
 def test_every_instruct_task_once_with_a_reference_that_meets_every_constraint() -> None:
@@ -50,7 +50,7 @@ def test_arenas_without_references_and_empty_selections_are_errors() -> None:
 
 
 def test_cli_writes_jsonl_that_sft_reads(tmp_path: Path) -> None:
-    from arena.core.sft import read_examples
+    from arena.core.learn.sft import read_examples
 
     out = tmp_path / "demos.jsonl"
     result = CliRunner().invoke(cli, ["demos", "instruct", "--split", "test", "--tier", "1", "--out", str(out)])

@@ -6,9 +6,9 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from arena.core.config import load_config
-from arena.core.samples import Sample
-from arena.core.train_config import TrainConfig
+from arena.core.api.samples import Sample
+from arena.core.config.loader import load_config
+from arena.core.learn.run_config import TrainConfig
 from arena.plugins import mage
 from arena.plugins.grpo import grpo_advantages
 
@@ -17,7 +17,7 @@ CONFIGS = ["rps_types_mage", "rps_types_grpo_memory", "rps_types_grpo", "doors_m
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_config_loads_with_known_opponents(name: str) -> None:
-    from arena.core import catalog
+    from arena.core.host import catalog
 
     config = load_config(TrainConfig, name)
     opponents = catalog.opponents()

@@ -10,11 +10,11 @@ import pytest
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from arena.arenas.base import SeatView, TextAdapter
 from arena.arenas.builtin_plugin import OPENSPIEL_GAMES
 from arena.arenas.openspiel_arenas import RANK_NAMES, LeducPokerAdapter
-from arena.arenas.text import GenericTextAdapter, adapter_for, parse_action
-from arena.core.errors import ArenaError
+from arena.core.api.arena import SeatView, TextAdapter
+from arena.core.api.errors import ArenaError
+from arena.core.rollout.text_adapter import GenericTextAdapter, adapter_for, parse_action
 
 ViewOf = Callable[[Any], SeatView]
 

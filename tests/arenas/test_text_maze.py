@@ -9,8 +9,6 @@ import numpy as np
 import pytest
 from pettingzoo.test import api_test
 
-from arena.arenas.base import SeatView
-from arena.arenas.text import action_mask_of, parse_action
 from arena.arenas.text_maze import (
     ACTION_OF,
     COMMANDS,
@@ -24,6 +22,8 @@ from arena.arenas.text_maze import (
     layout_id_for,
     solve,
 )
+from arena.core.api.arena import SeatView
+from arena.core.rollout.text_adapter import action_mask_of, parse_action
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:Observation space for each agent probably:UserWarning",
@@ -373,9 +373,9 @@ def test_episode_summary_and_details_after_a_win() -> None:
 
 
 def test_trials_through_the_engine() -> None:
-    from arena.core.engine import RolloutEngine
-    from arena.core.plugins import PluginSet
-    from arena.core.records import TrialSpec
+    from arena.core.api.records import TrialSpec
+    from arena.core.host.plugins import PluginSet
+    from arena.core.rollout.engine import RolloutEngine
 
     from ..core.helpers import scripted_pool
 

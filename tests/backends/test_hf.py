@@ -11,9 +11,9 @@ import pytest
 import torch
 from transformers import PreTrainedTokenizerFast, Qwen2ForCausalLM
 
-from arena.core.backends.base import ChatMessage, Completion, GenerationRequest, Segment
+from arena.core.api.backend import ChatMessage, Completion, GenerationRequest, Segment
 from arena.core.backends.hf import HFBackend, make_hf_backend, row_key, row_uniforms, sample_tokens
-from arena.core.logprobs import recompute_logprobs
+from arena.core.learn.logprobs import recompute_logprobs
 
 STRATEGY = (Segment(temperature=1.2, stop=("</strategy>",), max_new_tokens=6), Segment(temperature=0.7))
 

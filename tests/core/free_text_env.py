@@ -2,7 +2,7 @@
 
 One agent, one step, a ``gymnasium.spaces.Text`` action; the adapter implements the optional free-text methods
 (``parse_answer``, ``answer_format``, ``episode_details``), so the engine's free-text path runs without the coding
-arena. Register it with ``register_guess_arena()`` (undo with ``arena.core.catalog.reset()``).
+arena. Register it with ``register_guess_arena()`` (undo with ``arena.core.host.catalog.reset()``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from arena.arenas.base import Move, ParseResult, SeatView
-from arena.core import catalog
+from arena.core.api.arena import Move, ParseResult, SeatView
+from arena.core.host import catalog
 
 ARENA_ID = "guess_digit"
 

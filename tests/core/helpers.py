@@ -6,13 +6,13 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from arena.core.backends.base import GenerationRequest
+from arena.core.api.backend import GenerationRequest
+from arena.core.api.records import TrialRecord, TrialSpec
 from arena.core.backends.scripted import ScriptedBackend
-from arena.core.engine import RolloutEngine
-from arena.core.plugins import PluginSet
-from arena.core.records import TrialRecord, TrialSpec
-from arena.core.seats import BackendPool
-from arena.core.settings import TrialConfig
+from arena.core.config.trial import TrialConfig
+from arena.core.host.plugins import PluginSet
+from arena.core.rollout.engine import RolloutEngine
+from arena.core.rollout.seats import BackendPool
 
 
 def scripted_pool(

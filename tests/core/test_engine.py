@@ -6,13 +6,13 @@ import attrs
 import numpy as np
 import pytest
 
-from arena.core.backends.base import GenerationRequest
+from arena.core.api.backend import GenerationRequest
+from arena.core.api.errors import ArenaError
+from arena.core.api.records import TrialRecord, TrialSpec
 from arena.core.backends.scripted import random_legal_responder
-from arena.core.engine import RolloutEngine
-from arena.core.errors import ArenaError
-from arena.core.plugins import PluginSet
-from arena.core.records import TrialRecord, TrialSpec
-from arena.core.settings import InvalidActionConfig, TrialConfig
+from arena.core.config.trial import InvalidActionConfig, TrialConfig
+from arena.core.host.plugins import PluginSet
+from arena.core.rollout.engine import RolloutEngine
 
 from .helpers import play, scripted_pool, specs
 

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from arena.core import catalog
-from arena.core.backends.base import ChatMessage, GenerationRequest
-from arena.core.markers import hookimpl
-from arena.core.records import ReflectionRequest
+from arena.core.api.backend import ChatMessage, GenerationRequest
+from arena.core.api.markers import hookimpl
+from arena.core.api.records import ReflectionRequest
+from arena.core.host import catalog
 
 from .free_text_env import ARENA_ID, register_guess_arena
 from .helpers import play, specs
@@ -52,7 +52,7 @@ def test_free_text_answer_becomes_the_env_action() -> None:
 
 
 def test_unusable_free_text_answer_forfeits_even_under_the_random_policy() -> None:
-    from arena.core.settings import InvalidActionConfig, TrialConfig
+    from arena.core.config.trial import InvalidActionConfig, TrialConfig
 
     config = TrialConfig(invalid_action=InvalidActionConfig(policy="random"))
     (trial,), _, _ = play(specs(1, arena=ARENA_ID, seats=("model:scripted",)), config=config, responder=always("?"))
@@ -62,7 +62,7 @@ def test_unusable_free_text_answer_forfeits_even_under_the_random_policy() -> No
 
 
 def test_retry_note_for_free_text_does_not_mention_moves() -> None:
-    from arena.core.settings import InvalidActionConfig, TrialConfig
+    from arena.core.config.trial import InvalidActionConfig, TrialConfig
 
     answers = iter(["?", "<answer>0</answer>"])
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from arena.core import hookimpl
-from arena.core.backends.base import ChatMessage
-from arena.core.records import ActionPlan, MemoryItem, ReflectionRequest
+from arena.core.api.backend import ChatMessage
+from arena.core.api.records import ActionPlan, MemoryItem, ReflectionRequest
 
 from .helpers import play, specs
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 import structlog
 
-from arena.core.logs import configure_logging
+from arena.core.cli.logs import configure_logging
 
 
 def test_logs_follow_sys_stderr(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arena.core.backends.base import GenerationRequest
+from arena.core.api.backend import GenerationRequest
 from arena.core.backends.scripted import random_legal_responder
-from arena.core.settings import InvalidActionConfig, PromptConfig, TrialConfig
+from arena.core.config.trial import InvalidActionConfig, PromptConfig, TrialConfig
 
 from .helpers import play, specs
 

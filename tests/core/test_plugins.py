@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from arena.core import hookimpl
-from arena.core.errors import PluginError, UnknownNameError
-from arena.core.plugins import PluginSet, installed_plugins, spec_names
+from arena.core.api.errors import PluginError, UnknownNameError
+from arena.core.host.plugins import PluginSet, installed_plugins, spec_names
 
 
 class Typo:
@@ -49,7 +49,7 @@ def test_every_design_hook_has_a_documented_spec() -> None:
         "select_matchups", "match_end", "evolve_population",
     }  # fmt: skip
     assert required <= set(spec_names())
-    from arena.core import hookspecs
+    from arena.core.api import hookspecs
 
     for name in spec_names():
         doc = getattr(hookspecs, name).__doc__ or ""

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from arena.core.config import load_config
-from arena.core.errors import ArenaError, ConfigError
-from arena.core.trackers import normalize_report_to, open_trackers, scalars
-from arena.core.train_config import TrainConfig
+from arena.core.api.errors import ArenaError, ConfigError
+from arena.core.config.loader import load_config
+from arena.core.learn.run_config import TrainConfig
+from arena.core.learn.trackers import normalize_report_to, open_trackers, scalars
 
 LINES = [
     {"iteration": 0, "rollout/win_rate": 0.25, "rating/agent/elo": 1016.0, "time/rollout": 3, "note": "x"},

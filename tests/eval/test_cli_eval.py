@@ -17,14 +17,14 @@ import torch
 import yaml
 from safetensors.torch import save_file
 
-from arena.core import checkpoint as ck
-from arena.core.cli import main
-from arena.core.config import to_dict
-from arena.core.eval_stats import wilson
-from arena.core.evaluation import read_ratings
-from arena.core.report import format_markdown
-from arena.core.settings import InvalidActionConfig, PromptConfig, TrialConfig
-from arena.core.train_config import LearnerConfig, OpponentEntry, TrainConfig
+from arena.core.cli.main import main
+from arena.core.config.loader import to_dict
+from arena.core.config.trial import InvalidActionConfig, PromptConfig, TrialConfig
+from arena.core.eval.eval_report import format_markdown
+from arena.core.eval.evaluation import read_ratings
+from arena.core.eval.stats import wilson
+from arena.core.learn import checkpoint as ck
+from arena.core.learn.run_config import LearnerConfig, OpponentEntry, TrainConfig
 from tests.toy_model import build_model, build_tokenizer
 
 RATINGS = {
@@ -193,7 +193,7 @@ def test_eval_after_real_training(tmp_path: Path) -> None:
     raw["eval"].update(games=2, opponents=["intermediate"])
     config.write_text(yaml.safe_dump(raw))
     run = tmp_path / "trained"
-    command = [sys.executable, "-m", "arena.core.cli"]
+    command = [sys.executable, "-m", "arena.core.cli.main"]
     train = subprocess.run([*command, "train", "--population", str(config), "--out", str(run)], capture_output=True)
     assert train.returncode == 0, train.stderr.decode()[-2000:]
     result = subprocess.run(

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from arena.core.cli import cli
-from arena.core.compare import compare_runs
-from arena.core.errors import ArenaError
+from arena.core.api.errors import ArenaError
+from arena.core.cli.main import cli
+from arena.core.eval.compare import compare_runs
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -77,7 +77,7 @@ def seeded_runs(root: Path) -> list[Path]:
 
 
 def test_by_method_pairs_by_seed_with_t_intervals(tmp_path: Path) -> None:
-    from arena.core.method_compare import summarise_methods
+    from arena.core.eval.method_compare import summarise_methods
 
     runs = seeded_runs(tmp_path)
     curves = compare_runs(runs, levels=(0.5,))["runs"]
@@ -102,7 +102,7 @@ def test_by_method_pairs_by_seed_with_t_intervals(tmp_path: Path) -> None:
 
 
 def test_by_method_rejects_duplicate_seeds_and_unknown_baseline(tmp_path: Path) -> None:
-    from arena.core.method_compare import summarise_methods
+    from arena.core.eval.method_compare import summarise_methods
 
     runs = seeded_runs(tmp_path)
     curves = compare_runs([*runs, make_seeded_run(tmp_path, "grpo_again", ["grpo"], 1, 0.25, 0.3)])["runs"]
@@ -128,7 +128,7 @@ def test_cli_by_method_table_and_plot(tmp_path: Path) -> None:
 
 
 def test_t_quantiles() -> None:
-    from arena.core.eval_stats import Z95, mean_t_ci, t95
+    from arena.core.eval.stats import Z95, mean_t_ci, t95
 
     assert t95(1) == 12.706 and t95(30) == 2.042
     assert abs(t95(31) - 2.040) < 1e-3 and abs(t95(120) - 1.980) < 1e-3 and t95(10_000) > Z95
@@ -139,7 +139,7 @@ def test_t_quantiles() -> None:
 
 
 def test_by_method_separates_models_and_pairs_each_with_its_own_baseline(tmp_path: Path) -> None:
-    from arena.core.method_compare import summarise_methods
+    from arena.core.eval.method_compare import summarise_methods
 
     runs = seeded_runs(tmp_path)[:2]  # grpo and herl on tiny (kuhn_grpo's model), seed 0
     for name, plugins in (("big_grpo", ["grpo"]), ("big_herl", ["herl", "grpo"])):

@@ -16,15 +16,15 @@ import pytest
 import yaml
 from matplotlib.colors import to_hex
 
-from arena.core import checkpoint as ck
-from arena.core import run_plots
-from arena.core.cli import main
-from arena.core.config import to_dict
-from arena.core.eval_ceilings import attach_ceilings, headroom_share
-from arena.core.report import draw_success, format_text, plot_success
-from arena.core.run_data import EvalResult
-from arena.core.settings import InvalidActionConfig, PromptConfig, TrialConfig
-from arena.core.train_config import LearnerConfig, OpponentEntry, TrainConfig
+from arena.core.cli.main import main
+from arena.core.config.loader import to_dict
+from arena.core.config.trial import InvalidActionConfig, PromptConfig, TrialConfig
+from arena.core.eval import run_plots
+from arena.core.eval.ceilings import attach_ceilings, headroom_share
+from arena.core.eval.eval_report import draw_success, format_text, plot_success
+from arena.core.eval.run_data import EvalResult
+from arena.core.learn import checkpoint as ck
+from arena.core.learn.run_config import LearnerConfig, OpponentEntry, TrainConfig
 from tests.eval.test_run_report import eval_report
 from tests.toy_model import build_model, build_tokenizer
 
@@ -197,7 +197,7 @@ def test_kuhn_is_judged_in_chips_with_the_winnable_line_kept(tmp_path: Path, mon
 
 
 def test_the_run_page_shows_the_ceilings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from arena.core.report import write_report
+    from arena.core.eval.eval_report import write_report
     from tests.eval.test_run_report import run_json
     from tests.eval.test_run_report import write_run as write_page_run
 

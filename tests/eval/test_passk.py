@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from arena.core import catalog
-from arena.core.backends.base import GenerationRequest
-from arena.core.errors import ArenaError
-from arena.core.passk import evaluate_tasks, ks_for, pass_at_k
+from arena.core.api.backend import GenerationRequest
+from arena.core.api.errors import ArenaError
+from arena.core.eval.passk import evaluate_tasks, ks_for, pass_at_k
+from arena.core.host import catalog
 from tests.core.free_text_env import ARENA_ID, register_guess_arena
 from tests.core.helpers import scripted_pool
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from matplotlib.colors import to_hex
 
-from arena.core import run_plots
-from arena.core.report import write_report
-from arena.core.run_data import ALL, load_run
+from arena.core.eval import run_plots
+from arena.core.eval.eval_report import write_report
+from arena.core.eval.run_data import ALL, load_run
 from tests.eval.test_run_report import eval_report, write_run
 
 

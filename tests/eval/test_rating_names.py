@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from arena.core.run_data import RunData, final_ratings, rating_series
-from arena.core.train_config import TrainConfig
+from arena.core.eval.run_data import RunData, final_ratings, rating_series
+from arena.core.learn.run_config import TrainConfig
 
 
 def run_with(metrics: list[dict]) -> RunData:

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 import yaml
 
-from arena.core.cli import main
-from arena.core.config import to_dict
-from arena.core.eval_stats import mean_ci, wilson
-from arena.core.report import write_report
-from arena.core.run_data import ALL, load_run, outcome_series, rating_series
-from arena.core.train_config import LearnerConfig, OpponentEntry, TrainConfig
+from arena.core.cli.main import main
+from arena.core.config.loader import to_dict
+from arena.core.eval.eval_report import write_report
+from arena.core.eval.run_data import ALL, load_run, outcome_series, rating_series
+from arena.core.eval.stats import mean_ci, wilson
+from arena.core.learn.run_config import LearnerConfig, OpponentEntry, TrainConfig
 
 PNG = b"\x89PNG\r\n\x1a\n"
 POOL = ["conservative", "aggressive"]

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from arena.core.eval_stats import Z95, mean_ci, summarize_opponent, wilson
-from arena.core.records import EpisodeRecord, TrialRecord, TrialSpec
+from arena.core.api.records import EpisodeRecord, TrialRecord, TrialSpec
+from arena.core.eval.stats import Z95, mean_ci, summarize_opponent, wilson
 
 LEARNER = "model:learner"
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from arena.core.cli import main
-from arena.core.config import load_config
-from arena.core.errors import ArenaError, ConfigError
-from arena.core.train_config import TrainConfig
+from arena.core.api.errors import ArenaError, ConfigError
+from arena.core.cli.main import main
+from arena.core.config.loader import load_config
+from arena.core.learn.run_config import TrainConfig
 
 from .test_cli_eval import run_dir, write_run  # noqa: F401  (the module-scoped run directory fixture)
 

@@ -18,10 +18,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from arena.core import checkpoint as ck
-from arena.core.config import load_config
-from arena.core.train import Run
-from arena.core.train_config import TrainConfig
+from arena.core.config.loader import load_config
+from arena.core.learn import checkpoint as ck
+from arena.core.learn.run import Run
+from arena.core.learn.run_config import TrainConfig
 from tests.toy_model import build_model, build_tokenizer
 
 CONFIG = """
@@ -113,7 +113,7 @@ def copy_run(source: Path, target: Path) -> Path:
 
 def arena_cli(*args: str, env: dict[str, str] | None = None, **kwargs: Any) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "arena.core.cli", *args],
+        [sys.executable, "-m", "arena.core.cli.main", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

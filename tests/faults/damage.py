@@ -8,7 +8,7 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
-from arena.core import checkpoint as ck
+from arena.core.learn import checkpoint as ck
 
 WEIGHTS = Path("learners/agent/model.safetensors")
 TENSORS = Path("tensors.safetensors")

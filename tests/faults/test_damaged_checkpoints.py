@@ -15,10 +15,10 @@ import pytest
 import structlog
 import torch
 
-from arena.core import checkpoint as ck
-from arena.core.errors import ArenaError
-from arena.core.evaluation import open_run
-from arena.core.train import Run
+from arena.core.api.errors import ArenaError
+from arena.core.eval.evaluation import open_run
+from arena.core.learn import checkpoint as ck
+from arena.core.learn.run import Run
 from tests.faults.conftest import copy_run, learning_metrics, same_weights, train, train_config, weights
 from tests.faults.damage import CHECKSUM_ONLY, DETECTED, contents, drop_manifests
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from arena.core import checkpoint as ck
-from arena.core.errors import ArenaError
-from arena.core.train import Run
+from arena.core.api.errors import ArenaError
+from arena.core.learn import checkpoint as ck
+from arena.core.learn.run import Run
 from tests.faults.conftest import arena_cli, copy_run, learning_metrics, same_weights, train, train_config, weights
 
 

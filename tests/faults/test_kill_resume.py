@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.core import checkpoint as ck
+from arena.core.learn import checkpoint as ck
 from tests.faults.conftest import arena_cli, learning_metrics, same_weights, weights, write_config
 
 ITERATIONS = 3

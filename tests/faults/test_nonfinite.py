@@ -10,10 +10,10 @@ import attrs
 import pytest
 import torch
 
-from arena.core import checkpoint as ck
-from arena.core.errors import ArenaError
-from arena.core.train import Run
-from arena.core.trainer import LossConfig, NonFiniteError, OptimConfig, Trainer
+from arena.core.api.errors import ArenaError
+from arena.core.learn import checkpoint as ck
+from arena.core.learn.run import Run
+from arena.core.learn.trainer import LossConfig, NonFiniteError, OptimConfig, Trainer
 from tests.faults.conftest import train_config
 from tests.learning.test_trainer import sampled
 from tests.toy_model import build_model, build_tokenizer

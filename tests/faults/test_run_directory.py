@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from arena.core import checkpoint as ck
-from arena.core import rundir
-from arena.core.errors import ArenaError
-from arena.core.train import Run
+from arena.core.api.errors import ArenaError
+from arena.core.learn import checkpoint as ck
+from arena.core.learn import rundir
+from arena.core.learn.run import Run
 from tests.faults.conftest import (
     arena_cli,
     copy_run,
@@ -38,7 +38,8 @@ def test_a_second_writer_is_refused_and_the_lock_dies_with_its_holder(tmp_path: 
 
     # A holder killed with SIGKILL runs no clean-up: the kernel drops its lock all the same.
     code = (
-        "import sys, time; from arena.core.rundir import RunLock; RunLock(sys.argv[1]); print('held', flush=True); "
+        "import sys, time; from arena.core.learn.rundir import RunLock; RunLock(sys.argv[1]); "
+        "print('held', flush=True); "
         "time.sleep(60)"
     )
     child = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "run")], stdout=subprocess.PIPE, text=True)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from arena.core.config import load_config
-from arena.core.errors import ArenaError, ConfigError
+from arena.core.api.errors import ArenaError, ConfigError
+from arena.core.config.loader import load_config
+from arena.core.learn.run_config import TrainConfig
 from arena.core.models import resolve_model
-from arena.core.train_config import TrainConfig
 from tests.faults.conftest import arena_cli, config_text, write_config
 
 BAD = {

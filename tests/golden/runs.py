@@ -77,7 +77,7 @@ def _fix_overrides(overrides: list[str]) -> list[str]:
 
 def arena_command() -> list[str]:
     exe = Path(sys.executable).with_name("arena")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "arena.core.cli"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "arena.core.cli.main"]
 
 
 def _clean(value: Any) -> Any:
@@ -102,6 +102,7 @@ def _run(args: list[str], cwd: Path) -> None:
 def produce(model_dir: Path, work: Path, names: list[str] | None = None) -> dict[str, Any]:
     """Run the golden runs into ``work`` and return what they wrote, cleaned of timings."""
     out: dict[str, Any] = {}
+    work.mkdir(parents=True, exist_ok=True)
     for name in names or list(RUNS):
         config, overrides = RUNS[name]
         filled = [o.replace("{model}", str(model_dir)) for o in _fix_overrides(overrides)]

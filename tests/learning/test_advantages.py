@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from arena.core.errors import ConfigError, PluginError
-from arena.core.losses import AGGREGATIONS
-from arena.core.plugins import PluginSet
-from arena.core.samples import Sample
+from arena.core.api.errors import ConfigError, PluginError
+from arena.core.api.samples import Sample
+from arena.core.host.plugins import PluginSet
+from arena.core.learn.losses import AGGREGATIONS
 from arena.plugins import drgrpo, gigpo, grpo, rae, reinforce, rloo
 
 EPS = 1e-6

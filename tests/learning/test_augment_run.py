@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from arena.core import catalog
-from arena.core import train as train_module
-from arena.core.config import load_config
-from arena.core.rescoring import AnswerScore
-from arena.core.train import Run
-from arena.core.train_config import TrainConfig
+from arena.core.config.loader import load_config
+from arena.core.host import catalog
+from arena.core.learn import run as train_module
+from arena.core.learn.rescoring import AnswerScore
+from arena.core.learn.run import Run
+from arena.core.learn.run_config import TrainConfig
 from tests.core.free_text_env import register_letters_arena
 
 CONFIG = """

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from arena.core import checkpoint as ck
+from arena.core.learn import checkpoint as ck
 
 
 def optimizer_state() -> dict:

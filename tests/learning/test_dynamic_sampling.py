@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from arena.core import catalog
-from arena.core import dynamic_sampling as ds
-from arena.core.config import load_config
-from arena.core.errors import ConfigError
-from arena.core.markers import hookimpl
-from arena.core.records import TrialRecord, TrialSpec
-from arena.core.samples import Sample
-from arena.core.train import Run
-from arena.core.train_config import TrainConfig
+from arena.core.api.errors import ConfigError
+from arena.core.api.markers import hookimpl
+from arena.core.api.records import TrialRecord, TrialSpec
+from arena.core.api.samples import Sample
+from arena.core.config.loader import load_config
+from arena.core.host import catalog
+from arena.core.learn import dynamic_sampling as ds
+from arena.core.learn.run import Run
+from arena.core.learn.run_config import TrainConfig
 from arena.populations import Population, PopulationConfig
 from tests.core.free_text_env import register_guess_arena
 
@@ -224,7 +224,7 @@ class Recorded:
 def make_run(
     tmp_path: Path, toy_dir: Path, monkeypatch: pytest.MonkeyPatch, rule: Any, name: str, seed: int = 12, **data: Any
 ) -> Recorded:
-    from arena.core import plugins as plugin_module
+    from arena.core.host import plugins as plugin_module
 
     original = plugin_module.PluginSet.__init__
 

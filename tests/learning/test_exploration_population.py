@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from arena.core.config import load_config
-from arena.core.train import Run
-from arena.core.train_config import TrainConfig
+from arena.core.config.loader import load_config
+from arena.core.learn.run import Run
+from arena.core.learn.run_config import TrainConfig
 
 CONFIG = """
 arena: kuhn_poker

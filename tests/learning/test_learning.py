@@ -19,13 +19,13 @@ from pathlib import Path
 import attrs
 import pytest
 
-from arena.core.config import load_config
-from arena.core.eval_stats import learner_agent
-from arena.core.evaluation import kuhn_winnable, open_run, play
-from arena.core.records import TrialRecord
-from arena.core.seats import BackendPool
-from arena.core.train import Run
-from arena.core.train_config import TrainConfig
+from arena.core.api.records import TrialRecord
+from arena.core.config.loader import load_config
+from arena.core.eval.evaluation import kuhn_winnable, open_run, play
+from arena.core.eval.stats import learner_agent
+from arena.core.learn.run import Run
+from arena.core.learn.run_config import TrainConfig
+from arena.core.rollout.seats import BackendPool
 
 ITERATIONS = 20
 

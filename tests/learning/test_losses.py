@@ -1,4 +1,4 @@
-"""``arena.core.losses`` against numbers computed by hand (the comments show the arithmetic)."""
+"""``arena.core.learn.losses`` against numbers computed by hand (the comments show the arithmetic)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from arena.core import losses
+from arena.core.learn import losses
 
 
 def _one(value: float) -> torch.Tensor:

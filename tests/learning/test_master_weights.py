@@ -13,8 +13,8 @@ import json
 import pytest
 import torch
 
-from arena.core.master_weights import MasterWeights, wants_master_weights
-from arena.core.trainer import LossConfig, OptimConfig, Trainer
+from arena.core.learn.master_weights import MasterWeights, wants_master_weights
+from arena.core.learn.trainer import LossConfig, OptimConfig, Trainer
 from tests.learning.test_trainer import params, sampled
 from tests.toy_model import build_model, build_tokenizer
 

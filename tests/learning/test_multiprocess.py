@@ -23,9 +23,9 @@ import attrs
 import pytest
 import torch
 
-from arena.core.distributed import Dist, MinibatchShape, combine_gradients, in_order, merge_shapes
-from arena.core.samples import Sample
-from arena.core.trainer import LossConfig, OptimConfig, Trainer, token_weights
+from arena.core.api.samples import Sample
+from arena.core.learn.distributed import Dist, MinibatchShape, combine_gradients, in_order, merge_shapes
+from arena.core.learn.trainer import LossConfig, OptimConfig, Trainer, token_weights
 from tests.learning.test_trainer import params, sampled
 from tests.toy_model import build_model, build_tokenizer
 
@@ -274,7 +274,7 @@ def launch(args: Sequence[str], processes: int) -> subprocess.Popen[str]:
         accelerate = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_machines", "1"]
         prefix = [*accelerate, "--num_processes", str(processes), "--mixed_precision", "no", "--dynamo_backend", "no"]
         prefix += ["--main_process_port", str(29500 + os.getpid() % 1000), "-m"]
-    return subprocess.Popen([*prefix, "arena.core.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return subprocess.Popen([*prefix, "arena.core.cli.main", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)  # fmt: skip
 
 

@@ -11,9 +11,9 @@ import attrs
 import pytest
 import torch
 
-from arena.core import losses
-from arena.core.samples import Sample
-from arena.core.trainer import LossConfig, OptimConfig, Trainer
+from arena.core.api.samples import Sample
+from arena.core.learn import losses
+from arena.core.learn.trainer import LossConfig, OptimConfig, Trainer
 from tests.learning.test_trainer import params, sampled
 from tests.toy_model import build_model, build_tokenizer
 
@@ -105,10 +105,10 @@ def test_tis_needs_recomputed_old_logprobs() -> None:
 def test_recomputed_old_logprobs_of_a_tip_stripped_sample_keep_the_tips(toy) -> None:
     # Issue 22, defect 2: EMPO²'s off-policy ratio is π_θ(a | no tips) / π_old(a | tips). With old log-probs
     # recomputed, π_old was taken in the stripped training context, so the first-step ratio was 1: plain PPO.
-    from arena.core.backends.base import ChatMessage, GenerationRequest, Segment
+    from arena.core.api.backend import ChatMessage, GenerationRequest, Segment
+    from arena.core.api.records import TrialSpec
     from arena.core.backends.hf import HFBackend
-    from arena.core.logprobs import policy_logprobs
-    from arena.core.records import TrialSpec
+    from arena.core.learn.logprobs import policy_logprobs
     from arena.plugins.empo2 import EMPO2, MEMORY_SECTION
 
     tokenizer, make = toy

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from arena.core.config import load_config
-from arena.core.train import Run
-from arena.core.train_config import TrainConfig
+from arena.core.config.loader import load_config
+from arena.core.learn.run import Run
+from arena.core.learn.run_config import TrainConfig
 
 SMALL = ["iterations=1", "groups=1", "group_size=2", "eval.games=2", "trial.prompt.max_new_tokens=40"]
 OVERRIDES = {

@@ -13,13 +13,13 @@ import attrs
 import pytest
 import torch
 
-from arena.core import catalog
-from arena.core.backends.base import ChatMessage
-from arena.core.config import load_config
-from arena.core.markers import hookimpl
-from arena.core.samples import Sample
-from arena.core.train import Run
-from arena.core.train_config import TrainConfig
+from arena.core.api.backend import ChatMessage
+from arena.core.api.markers import hookimpl
+from arena.core.api.samples import Sample
+from arena.core.config.loader import load_config
+from arena.core.host import catalog
+from arena.core.learn.run import Run
+from arena.core.learn.run_config import TrainConfig
 from tests.core.free_text_env import register_guess_arena
 
 CONFIG = """
@@ -82,8 +82,8 @@ def test_single_agent_run_plays_alone_and_counts_outcomes(tmp_path: Path, toy_di
 
     from click.testing import CliRunner
 
-    from arena.core.cli import cli
-    from arena.core.passk import evaluate_run_tasks
+    from arena.core.cli.main import cli
+    from arena.core.eval.passk import evaluate_run_tasks
 
     trained = evaluate_run_tasks(out, tasks=3, samples=2, progress=False)
     initial = evaluate_run_tasks(out, tasks=3, samples=2, initial=True, progress=False)
@@ -134,7 +134,7 @@ class DoubleAdvantages:
 
 
 def test_training_view_gets_an_encoder_that_matches_the_rollout(tmp_path: Path, toy_dir: Path) -> None:
-    from arena.core import plugins as plugin_module
+    from arena.core.host import plugins as plugin_module
 
     strip, double = StripFirstLine(), DoubleAdvantages()
     original = plugin_module.PluginSet.__init__

@@ -46,7 +46,7 @@ def write_config(tmp_path: Path, toy_dir: Path, iterations: int) -> Path:
 def arena(*args: str) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONHASHSEED="0")
     return subprocess.Popen(
-        [sys.executable, "-m", "arena.core.cli", *args],
+        [sys.executable, "-m", "arena.core.cli.main", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -135,7 +135,7 @@ def test_a_bf16_run_steps_float32_master_weights_and_checkpoints_them(tmp_path: 
     import torch
     from safetensors.torch import load_file
 
-    from arena.core import checkpoint as ck
+    from arena.core.learn import checkpoint as ck
 
     config = write_config(tmp_path, toy_dir, iterations=2)
     config.write_text(config.read_text() + "backend_options: {hf: {dtype: bfloat16}}\n")

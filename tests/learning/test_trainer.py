@@ -7,11 +7,11 @@ import math
 import pytest
 import torch
 
-from arena.core.backends.base import ChatMessage, GenerationRequest, Segment
+from arena.core.api.backend import ChatMessage, GenerationRequest, Segment
+from arena.core.api.samples import Sample
 from arena.core.backends.hf import HFBackend
-from arena.core.logprobs import policy_logprobs
-from arena.core.samples import Sample
-from arena.core.trainer import LossConfig, OptimConfig, Trainer, token_weights
+from arena.core.learn.logprobs import policy_logprobs
+from arena.core.learn.trainer import LossConfig, OptimConfig, Trainer, token_weights
 from tests.toy_model import build_model, build_tokenizer
 
 
@@ -268,7 +268,7 @@ def test_held_gradients_do_not_count_in_the_clipping_norm(toy) -> None:
 
 
 def test_held_masks_travel_with_the_model_directory(toy, tmp_path) -> None:
-    from arena.core.errors import ArenaError
+    from arena.core.api.errors import ArenaError
     from arena.core.models.held import WeightHold, load_held, save_held
 
     tokenizer, make = toy

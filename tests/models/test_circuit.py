@@ -11,14 +11,14 @@ import attrs
 import pytest
 import torch
 
-from arena.core.errors import ArenaError
-from arena.core.models.circuit import ACT, BIAS, IS_ID, PREV_ID, install_copy_circuit, marker_token_ids
-from arena.core.models.demos import Demo, build_demos, demo_texts, drilled, move_vocabulary, with_listing
-from arena.core.models.quality import legal_moves, prompt_ids
-from arena.core.models.recipe import CopyCircuit, DemoCounts, SFTConfig, TinyRecipe
-from arena.core.models.sft import TreeExample, train
-from arena.core.models.tiny import model_config
-from arena.core.models.tokenizer import train_tokenizer
+from arena.core.api.errors import ArenaError
+from arena.core.models.tiny.build import model_config
+from arena.core.models.tiny.circuit import ACT, BIAS, IS_ID, PREV_ID, install_copy_circuit, marker_token_ids
+from arena.core.models.tiny.demos import Demo, build_demos, demo_texts, drilled, move_vocabulary, with_listing
+from arena.core.models.tiny.quality import legal_moves, prompt_ids
+from arena.core.models.tiny.recipe import CopyCircuit, DemoCounts, SFTConfig, TinyRecipe
+from arena.core.models.tiny.sft import TreeExample, train
+from arena.core.models.tiny.tokenizer import train_tokenizer
 
 COUNTS = DemoCounts(action=6, reflection=1, strategy=0, tip=0, tip_action=0, crops=0, drills=0, trials=16)
 
@@ -161,7 +161,7 @@ def test_drills_list_a_random_subset_of_the_arena_moves_and_answer_from_it() -> 
 def test_default_tiny_has_the_circuit_and_the_v2_recipe_still_builds(tmp_path: Path) -> None:
     """The default recipe seeds the circuit, adds drills and splits ``ID: `` at line starts only; the v2 recipe
     (``without_copy_circuit``) has none of it, and builds through the same code, but not into the default cache."""
-    from arena.core.models import tiny
+    from arena.core.models.tiny import build as tiny
 
     default, v2 = TinyRecipe(), TinyRecipe.without_copy_circuit()
     assert default.circuit.enabled and default.demos.drills == 80 and default.per_arena_demos["text_maze"].drills == 40

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from arena.core.backends.base import ChatMessage
-from arena.core.models.demos import (
+from arena.core.api.backend import ChatMessage
+from arena.core.models.tiny.demos import (
     TIP_INSTRUCTIONS,
     build_demos,
     collect_prompts,
@@ -16,7 +16,7 @@ from arena.core.models.demos import (
     remark_answer,
     with_tip_instruction,
 )
-from arena.core.models.recipe import DemoCounts
+from arena.core.models.tiny.recipe import DemoCounts
 
 MAGE_PROMPT = """You are player_1 in tic_tac_toe. Episode 2 of 3 of this trial just ended. The next episode starts from exactly the same initial state against the same opponent, so what you learned about the opponent still holds.
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import torch
 
-from arena.core.models import tiny
-from arena.core.models.demos import build_demos
-from arena.core.models.probe import format_probe
-from arena.core.models.recipe import DemoCounts
+from arena.core.models.tiny import build as tiny
+from arena.core.models.tiny.demos import build_demos
+from arena.core.models.tiny.probe import format_probe
+from arena.core.models.tiny.recipe import DemoCounts
 
 
 def test_probe_moves_a_copy_and_honours_held_entries(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.core import catalog
+from arena.core.host import catalog
 from arena.core.models import resolve_model
 from arena.core.models.listing import build_model, list_models
 
@@ -43,7 +43,7 @@ def test_resolve_model_passes_through_unknown_names() -> None:
 
 
 def test_build_model_uses_the_registered_builder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from arena.core.models import tiny
+    from arena.core.models.tiny import build as tiny
 
     calls: list[bool] = []
 

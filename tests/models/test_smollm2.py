@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.core.errors import ArenaError
+from arena.core.api.errors import ArenaError
 from arena.core.models import smollm2
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from arena.core.models import tiny
-from arena.core.models.recipe import DemoCounts
+from arena.core.models.tiny import build as tiny
+from arena.core.models.tiny.recipe import DemoCounts
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -77,8 +77,8 @@ def test_real_tiny_answers_legal_moves_on_fresh_prompts(model_cache: None) -> No
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from arena.core.models import resolve_model
-    from arena.core.models.demos import build_demos
-    from arena.core.models.quality import evaluate
+    from arena.core.models.tiny.demos import build_demos
+    from arena.core.models.tiny.quality import evaluate
 
     path = Path(resolve_model("tiny"))
     assert path == tiny.tiny_dir() and tiny.is_built()
@@ -119,7 +119,7 @@ def test_real_tiny_answers_legal_moves_on_fresh_prompts(model_cache: None) -> No
     assert built["gate"]["passed"] == (built["gate"]["min_legal_rate"] >= tiny.GATE_LEGAL_RATE)
 
     from arena.core.models.held import load_held
-    from arena.core.models.probe import format_probe
+    from arena.core.models.tiny.probe import format_probe
 
     counts = DemoCounts(action=12, reflection=0, strategy=0, tip=0, tip_action=0, crops=0, trials=24)
     probed = build_demos(424242, counts, arenas=("kuhn_poker", "tic_tac_toe"))
@@ -138,7 +138,7 @@ def test_coding_demonstrations_pair_the_reference_with_one_plausible_bug() -> No
 
     import numpy as np
 
-    from arena.core.models.demos import build_demos, coding_reference, mutant
+    from arena.core.models.tiny.demos import build_demos, coding_reference, mutant
 
     demos = build_demos(
         3, DemoCounts(action=3, reflection=0, strategy=1, tip=0, tip_action=0, crops=0, trials=4), arenas=("coding",)
@@ -165,7 +165,7 @@ def test_real_tiny_writes_mage_reflections_as_remarks(
 
     v3, never shown MAGE's reflection prompt, wrote 0 of 400 in form (``<strategy>…</tip>``); v4 400 of 400.
     """
-    from arena.core.cli import main
+    from arena.core.cli.main import main
 
     dump = tmp_path / "trials.jsonl"
     args = ["play", "kuhn_poker", "--seat", "model:tiny", "--seat", "aggressive", "--games", "40"]

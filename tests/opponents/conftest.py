@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import shimmy
 
-from arena.arenas.base import SeatView
+from arena.core.api.arena import SeatView
 
 
 class SpielViews:

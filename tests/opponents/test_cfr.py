@@ -11,7 +11,7 @@ import pytest
 
 from arena.arenas.opponents import cfr
 from arena.arenas.opponents.builtin_plugin import builtin_opponents
-from arena.core.errors import ArenaError
+from arena.core.api.errors import ArenaError
 
 FACTORIES = {name: factory for name, factory, _, _ in builtin_opponents()}
 

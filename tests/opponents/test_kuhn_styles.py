@@ -9,7 +9,7 @@ import pytest
 
 from arena.arenas.opponents.builtin_plugin import builtin_opponents
 from arena.arenas.opponents.kuhn import KUHN_STYLES, deal_for_seed, winnable
-from arena.core import catalog
+from arena.core.host import catalog
 
 J, Q, K = 0, 1, 2
 P, B = 0, 1

@@ -6,7 +6,7 @@ import pyspiel
 import pytest
 
 from arena.arenas.opponents.builtin_plugin import mcts_factory, random_factory
-from arena.core.errors import ArenaError
+from arena.core.api.errors import ArenaError
 
 
 def test_mcts_1000_never_loses_to_random(spiel_view) -> None:

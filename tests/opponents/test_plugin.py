@@ -8,11 +8,11 @@ import numpy as np
 import pyspiel
 import pytest
 
-from arena.arenas.base import Opponent
 from arena.arenas.opponents import builtin_plugin
 from arena.arenas.opponents.builtin_plugin import builtin_opponents, parse_opponent_spec
-from arena.core.errors import ArenaError
-from arena.core.registry import Registry
+from arena.core.api.arena import Opponent
+from arena.core.api.errors import ArenaError
+from arena.core.host.registry import Registry
 
 EXPECTED_ARENAS: dict[str, tuple[str, ...] | None] = {
     "random": None,

@@ -6,10 +6,10 @@ import numpy as np
 import pyspiel
 import pytest
 
-from arena.arenas.base import SeatView
 from arena.arenas.opponents.builtin_plugin import builtin_opponents, random_factory
 from arena.arenas.opponents.simple import TTT_PREFERENCES, beats
-from arena.core.errors import ArenaError
+from arena.core.api.arena import SeatView
+from arena.core.api.errors import ArenaError
 
 FACTORIES = {name: factory for name, factory, _, _ in builtin_opponents()}
 R, P, S = 0, 1, 2

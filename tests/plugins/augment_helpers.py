@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from arena.core.augment import GroupTask, ScoredAnswer
-from arena.core.backends.base import ChatMessage, Completion
-from arena.core.samples import Sample
+from arena.core.api.augment import GroupTask, ScoredAnswer
+from arena.core.api.backend import ChatMessage, Completion
+from arena.core.api.samples import Sample
 
 TASK = GroupTask(arena_id="instruct", arena_kwargs={}, seed=7, group_id="g0", episode=0, iteration=3)
 RUBRICS = ("Use at most 10 words.", "Mention a cat.", "End with 'Bye.'")

@@ -13,15 +13,15 @@ import attrs
 import numpy as np
 import pytest
 
-from arena.core.backends.base import ChatMessage, Completion, GenerationRequest
+from arena.core.api.backend import ChatMessage, Completion, GenerationRequest
+from arena.core.api.errors import ConfigError
+from arena.core.api.records import EpisodeRecord, MemoryItem, Reflection, Step, TrialRecord, TrialSpec, Turn
+from arena.core.api.samples import Sample
 from arena.core.backends.scripted import random_legal_responder
-from arena.core.errors import ConfigError
-from arena.core.experience import trial_samples
-from arena.core.plugins import PluginSet, implemented_hooks, installed_plugin, validate_plugin
-from arena.core.prompts import build_turn_prompt
-from arena.core.records import EpisodeRecord, MemoryItem, Reflection, Step, TrialRecord, TrialSpec, Turn
-from arena.core.samples import Sample
-from arena.core.settings import PromptConfig
+from arena.core.config.trial import PromptConfig
+from arena.core.host.plugins import PluginSet, implemented_hooks, installed_plugin, validate_plugin
+from arena.core.learn.experience import trial_samples
+from arena.core.rollout.prompts import build_turn_prompt
 from arena.plugins import empo2
 from arena.plugins.empo2 import EMPO2, MEMORY_SECTION, NoveltyStates, TipStore, iteration_mode
 
@@ -669,10 +669,10 @@ def installed_plugin_state() -> Any:
 def test_a_training_run_strips_tips_off_policy_and_checkpoints_the_memory(
     tmp_path: Any, installed_plugin_state: EMPO2
 ) -> None:
-    from arena.core import catalog
-    from arena.core.config import load_config
-    from arena.core.train import Run
-    from arena.core.train_config import TrainConfig
+    from arena.core.config.loader import load_config
+    from arena.core.host import catalog
+    from arena.core.learn.run import Run
+    from arena.core.learn.run_config import TrainConfig
     from tests.core.free_text_env import register_guess_arena
     from tests.toy_model import build_model, build_tokenizer
 

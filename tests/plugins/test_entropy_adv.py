@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arena.core.errors import ConfigError, PluginError
-from arena.core.plugins import PluginSet
-from arena.core.samples import Sample
+from arena.core.api.errors import ConfigError, PluginError
+from arena.core.api.samples import Sample
+from arena.core.host.plugins import PluginSet
 from arena.plugins import entropy_adv
 
 
@@ -107,10 +107,10 @@ def test_shapes_must_agree() -> None:
 
 
 def test_inside_the_trainer_the_hook_gets_the_policy_entropy_and_changes_the_update() -> None:
-    from arena.core.backends.base import ChatMessage, GenerationRequest
+    from arena.core.api.backend import ChatMessage, GenerationRequest
     from arena.core.backends.hf import HFBackend
-    from arena.core.logprobs import policy_logprobs
-    from arena.core.trainer import LossConfig, OptimConfig, Trainer
+    from arena.core.learn.logprobs import policy_logprobs
+    from arena.core.learn.trainer import LossConfig, OptimConfig, Trainer
 
     from ..toy_model import build_model, build_tokenizer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from arena.core.errors import ConfigError
+from arena.core.api.errors import ConfigError
 from arena.plugins import golf
 from tests.plugins.augment_helpers import TASK, answer, sample
 

@@ -9,11 +9,11 @@ from typing import Any
 import attrs
 import pytest
 
-from arena.core.errors import ConfigError, PluginError
-from arena.core.experience import trial_samples
-from arena.core.plugins import PluginSet
-from arena.core.records import TrialRecord, TrialSpec
-from arena.core.samples import Sample
+from arena.core.api.errors import ConfigError, PluginError
+from arena.core.api.records import TrialRecord, TrialSpec
+from arena.core.api.samples import Sample
+from arena.core.host.plugins import PluginSet
+from arena.core.learn.experience import trial_samples
 from arena.plugins import mage
 
 from ..core.helpers import play, specs
@@ -382,7 +382,7 @@ def test_plain_reflection_plugin_is_refused() -> None:
 
 
 def credit(plugins: PluginSet, trials: list[TrialRecord], samples: list[Sample], options: Any) -> list[Sample]:
-    """The learner's credit order (``Run.credit`` in ``arena.core.train``), through the hooks: reward terms per
+    """The learner's credit order (``Run.credit`` in ``arena.core.learn.run``), through the hooks: reward terms per
     trial, returns, advantages."""
     out = []
     for trial in trials:

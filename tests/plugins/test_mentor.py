@@ -16,8 +16,10 @@ import pytest
 import torch
 from transformers import AutoTokenizer, PreTrainedTokenizerFast, Qwen2ForCausalLM
 
-from arena.core.advantages import group_normalized
-from arena.core.backends.base import ChatMessage, Completion, GenerationRequest, Guide, Segment
+from arena.core.api.backend import ChatMessage, Completion, GenerationRequest, Guide, Segment
+from arena.core.api.errors import ArenaError, ConfigError
+from arena.core.api.records import EpisodeRecord, Step, TrialRecord, TrialSpec, Turn
+from arena.core.api.samples import Sample
 from arena.core.backends.hf import (
     HFBackend,
     check_shared_tokenizer,
@@ -29,9 +31,7 @@ from arena.core.backends.hf import (
     sampling_logprobs,
 )
 from arena.core.backends.scripted import ScriptedBackend
-from arena.core.errors import ArenaError, ConfigError
-from arena.core.records import EpisodeRecord, Step, TrialRecord, TrialSpec, Turn
-from arena.core.samples import Sample
+from arena.core.learn.advantages import group_normalized
 from arena.plugins import mentor
 from arena.plugins.mentor import Mentor, alpha_at, gamma_from, mentor_advantages
 
@@ -509,11 +509,11 @@ def test_mixed_advantage_never_negative_and_none_after_decay() -> None:
 def test_two_iterations_through_the_engine(backend: HFBackend, expert_dir: Path) -> None:
     import attrs
 
-    from arena.core.engine import RolloutEngine
-    from arena.core.experience import trial_samples
-    from arena.core.plugins import PluginSet
-    from arena.core.seats import BackendPool
-    from arena.core.settings import PromptConfig, TrialConfig
+    from arena.core.config.trial import PromptConfig, TrialConfig
+    from arena.core.host.plugins import PluginSet
+    from arena.core.learn.experience import trial_samples
+    from arena.core.rollout.engine import RolloutEngine
+    from arena.core.rollout.seats import BackendPool
 
     pool = BackendPool()
     pool.add("hf", "toy", backend)
@@ -564,8 +564,8 @@ def test_two_iterations_through_the_engine(backend: HFBackend, expert_dir: Path)
     # gradient down and, with a negative advantage, clipped it.
     import copy
 
-    from arena.core.logprobs import policy_logprobs
-    from arena.core.trainer import LossConfig, OptimConfig, Trainer
+    from arena.core.learn.logprobs import policy_logprobs
+    from arena.core.learn.trainer import LossConfig, OptimConfig, Trainer
 
     assert all(s.recompute_old for s in guided)
     assert not any(s.recompute_old for s in second if not s.meta["plans"]["mentor"]["guided"])

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from arena.core.errors import ConfigError
-from arena.core.plugins import PluginSet
-from arena.core.records import EpisodeRecord, TrialRecord, TrialSpec
-from arena.core.samples import Sample
+from arena.core.api.errors import ConfigError
+from arena.core.api.records import EpisodeRecord, TrialRecord, TrialSpec
+from arena.core.api.samples import Sample
+from arena.core.host.plugins import PluginSet
 from arena.plugins import overlong
 from arena.plugins.overlong import compute_rewards, settings, soft_overlong_penalty
 

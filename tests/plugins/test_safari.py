@@ -14,14 +14,14 @@ import torch
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from arena.core.backends.base import GenerationRequest
+from arena.core.api.backend import GenerationRequest
+from arena.core.api.records import TrialSpec
 from arena.core.backends.hf import HFBackend
 from arena.core.backends.scripted import ScriptedBackend
-from arena.core.engine import RolloutEngine
-from arena.core.plugins import PluginSet
-from arena.core.records import TrialSpec
-from arena.core.seats import BackendPool
-from arena.core.settings import TrialConfig
+from arena.core.config.trial import TrialConfig
+from arena.core.host.plugins import PluginSet
+from arena.core.rollout.engine import RolloutEngine
+from arena.core.rollout.seats import BackendPool
 from arena.plugins import safari
 from arena.plugins.safari import (
     Choice,
@@ -257,7 +257,7 @@ def _sequence_logp(model: Any, context: Sequence[int], completion: Sequence[int]
 
 
 def test_dpo_loss_matches_hand_computation() -> None:
-    from arena.core.sft import make_trainer
+    from arena.core.learn.sft import make_trainer
 
     tokenizer = build_tokenizer()
     model = build_model(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id)
@@ -313,7 +313,7 @@ def test_dpo_units_add_sft_samples_of_the_chosen_answer() -> None:
 @pytest.mark.slow
 def test_pipeline_smoke(tmp_path: Path, model_cache: None) -> None:
     """data → sft → pairs → dpo on text_maze with model:tiny and tiny budgets; every stage writes its summary."""
-    from arena.core.config import load_config
+    from arena.core.config.loader import load_config
 
     config = load_config(
         safari.SafariConfig,

@@ -14,7 +14,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from arena.core.cli import cli
+from arena.core.cli.main import cli
 
 WITH_TABLES = [
     "drgrpo",

@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 import torch
 
-from arena.arenas.base import Move
-from arena.core.backends.base import Completion, GenerationRequest, Segment
+from arena.core.api.arena import Move
+from arena.core.api.backend import Completion, GenerationRequest, Segment
+from arena.core.api.errors import ConfigError
+from arena.core.api.records import EpisodeRecord, Step, TrialRecord, TrialSpec, Turn
 from arena.core.backends.scripted import legal_moves_in_prompt
-from arena.core.errors import ConfigError
-from arena.core.experience import trial_samples
-from arena.core.logprobs import policy_logprobs
-from arena.core.plugins import PluginSet
-from arena.core.records import EpisodeRecord, Step, TrialRecord, TrialSpec, Turn
+from arena.core.host.plugins import PluginSet
+from arena.core.learn.experience import trial_samples
+from arena.core.learn.logprobs import policy_logprobs
 from arena.plugins import sge
 
 from ..core.helpers import play, specs
@@ -456,9 +456,9 @@ def toy() -> Any:
 
 def test_recomputed_logprobs_match_behaviour_at_sge_temperatures(toy: Any) -> None:
     from arena.core.backends.hf import HFBackend
-    from arena.core.engine import RolloutEngine
-    from arena.core.seats import BackendPool
-    from arena.core.settings import PromptConfig, TrialConfig
+    from arena.core.config.trial import PromptConfig, TrialConfig
+    from arena.core.rollout.engine import RolloutEngine
+    from arena.core.rollout.seats import BackendPool
 
     model, tokenizer = toy
     backend = HFBackend(model, tokenizer)

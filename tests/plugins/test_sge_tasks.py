@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from arena.core.config import load_config
-from arena.core.logs import configure_logging
-from arena.core.train import trial_specs_for
-from arena.core.train_config import TrainConfig
+from arena.core.cli.logs import configure_logging
+from arena.core.config.loader import load_config
+from arena.core.learn.run import trial_specs_for
+from arena.core.learn.run_config import TrainConfig
 from arena.plugins import sge
 from arena.populations import Population
 
@@ -120,7 +120,7 @@ def warnings_of_set_up(
     config: TrainConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> list[dict[str, object]]:
     """The warning lines ``Run`` logs before it builds its learners (no model is loaded)."""
-    from arena.core import train
+    from arena.core.learn import run as train
 
     configure_logging("json")
     monkeypatch.setattr(train, "Learner", _stop)

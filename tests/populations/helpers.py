@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from arena.core.records import EpisodeRecord, Outcome, TrialRecord, TrialSpec
+from arena.core.api.records import EpisodeRecord, Outcome, TrialRecord, TrialSpec
 
 AGENTS = ("player_0", "player_1")
 _RETURN = {"win": 1.0, "draw": 0.0, "loss": -1.0}

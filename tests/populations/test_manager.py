@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from arena.core.config import load_config
-from arena.core.errors import ArenaError, ConfigError
-from arena.core.records import EpisodeRecord, TrialRecord, TrialSpec
+from arena.core.api.errors import ArenaError, ConfigError
+from arena.core.api.records import EpisodeRecord, TrialRecord, TrialSpec
+from arena.core.config.loader import load_config
 from arena.populations.manager import Population
 from arena.populations.settings import PFSPConfig, PopulationConfig, RatingsConfig
 from tests.populations.helpers import trial

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arena.core.errors import ArenaError
-from arena.core.seeding import derive_seed
+from arena.core.api.errors import ArenaError
+from arena.core.api.seeding import derive_seed
 from arena.populations.matchmaking import Matchup, default_matchups
 from arena.populations.pool import OpponentPool, PoolMember
 from arena.populations.settings import PFSPConfig

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from arena.core.errors import ArenaError
+from arena.core.api.errors import ArenaError
 from arena.populations.pool import MatchStats, OpponentPool, PoolMember, pfsp_priority
 from arena.populations.settings import PFSPConfig
 

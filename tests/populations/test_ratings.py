@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from arena.core.errors import ArenaError
+from arena.core.api.errors import ArenaError
 from arena.populations.ratings import (
     Rating,
     Ratings,

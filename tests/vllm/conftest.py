@@ -34,7 +34,7 @@ def import_vllm_backend() -> ModuleType:
         importlib.import_module("vllm")
     except ImportError as error:
         pytest.skip(f"vLLM is not importable here ({error}); run `make test-vllm`", allow_module_level=True)
-    from arena.core.errors import ArenaError
+    from arena.core.api.errors import ArenaError
 
     try:
         return importlib.import_module("arena.core.backends.vllm_backend")

@@ -2,7 +2,7 @@
 
 Checks: behaviour log-probs equal HF's temperature-scaled log-softmax across two segments; weights synced in
 place make vLLM's greedy answers equal HF's greedy answers (and differ before the sync); segment plans,
-stop strings, seeds and ``n`` behave as ``arena.core.backends.base`` promises.
+stop strings, seeds and ``n`` behave as ``arena.core.api.backend`` promises.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 
-from arena.core.backends.base import ChatMessage, Completion, GenerationRequest, Segment
+from arena.core.api.backend import ChatMessage, Completion, GenerationRequest, Segment
 from tests.vllm.conftest import import_vllm_backend, tiny_model
 
 import_vllm_backend()  # skips this module, with the reason, where vLLM is missing or unsupported
@@ -208,7 +208,7 @@ def test_bench_reports_throughput_and_sync_time(vllm_backend_module: Any, backen
 
 def test_arena_bench_backends_measures_both_sides_and_the_sync(tiny_dir: Any) -> None:
     """`arena bench backends` end to end (hf here, vLLM in a subprocess of this interpreter), in float32."""
-    from arena.core.bench import bench_backends
+    from arena.core.bench.commands import bench_backends
 
     result = bench_backends(model=str(tiny_dir), max_new_tokens=8, repeat=1, enforce_eager=True)
     print(json.dumps(result))
@@ -222,7 +222,7 @@ def test_arena_bench_backends_measures_both_sides_and_the_sync(tiny_dir: Any) ->
     ("version", "ok"), [("0.32.0", True), ("0.32.1+cpu", True), ("0.31.2", False), ("0.33.0", False)]
 )
 def test_version_pin(vllm_backend_module: Any, version: str, ok: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    from arena.core.errors import ArenaError
+    from arena.core.api.errors import ArenaError
 
     monkeypatch.delenv(vllm_backend_module.SKIP_VERSION_CHECK_ENV, raising=False)
     if ok:

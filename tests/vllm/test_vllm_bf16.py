@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import torch
 
-from arena.core.backends.base import ChatMessage, Completion, GenerationRequest, Segment
+from arena.core.api.backend import ChatMessage, Completion, GenerationRequest, Segment
 from tests.vllm.conftest import import_vllm_backend
 from tests.vllm.test_vllm_backend import hf_greedy, hf_logprobs
 

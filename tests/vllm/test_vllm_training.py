@@ -35,9 +35,9 @@ torch_threads: 1
 
 
 def test_training_pushes_weights_to_the_engine(tmp_path: Path, tiny_dir: Path, hf_model: Any) -> None:
-    from arena.core.config import load_config
-    from arena.core.train import Run
-    from arena.core.train_config import TrainConfig
+    from arena.core.config.loader import load_config
+    from arena.core.learn.run import Run
+    from arena.core.learn.run_config import TrainConfig
 
     # The shared test model allows 512 positions; a Kuhn prompt in its 400-token vocabulary is longer. RoPE lets
     # the same weights serve a longer context.

@@ -12,9 +12,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from arena.core import hookimpl
-from arena.core.backends.base import ChatMessage
-from arena.core.records import EpisodeRecord, ReflectionRequest, TrialSpec
+from arena.core import ChatMessage, EpisodeRecord, ReflectionRequest, TrialSpec, hookimpl
 
 MAX_TAKE = 3
 

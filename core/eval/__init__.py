@@ -1,0 +1,1 @@
+"""Measuring: ``arena eval`` and its statistics, pass@k, testbed ceilings, run comparisons, reports and plots."""

@@ -1,0 +1,222 @@
+"""The hand-set "copy a move from the list" circuit written into a fresh ``tiny`` before its supervised warm start.
+
+Why: answering an arena prompt legally means copying one of the move names listed at its end (``Legal moves:``
+then ``ID: NAME`` lines). The tokenizer makes every move name one token, the same in the listing and in
+``<action>NAME</action>``, so the skill is a one-token copy. A freshly initialised model does not find it within
+the build's step budget: it learns move *priors* instead, which miss whenever the legal set changes (v2 put 0.60
+of its probability on listed tic-tac-toe cells when the listing was a random subset; a model trained on nothing
+but such drills needed about 880 steps to reach 0.93). So this recipe writes the mechanism in, holds it fixed,
+and lets SFT teach the rest of the network to use it (docs/models.md has the measurements of every step).
+
+Part of the default recipe since build v3 (``TinyRecipe.without_copy_circuit()`` is v2). Its weights are held
+during SFT, and the build stores their masks (``held_weights.safetensors``) so that RL holds them too: set free,
+one AdamW step at lr 1e-4 could flip the model's answers (``arena.core.models.held``, docs/models.md).
+
+Four reserved coordinates of the residual stream (the last ones of the hidden size):
+
+``BIAS``
+    a constant in every token's embedding, so queries and keys can be position-only.
+``IS_ID``
+    set (small) in the embedding of the listing's ``ID: `` tokens; the tokenizer keeps ``\\d+: `` at a line start
+    as one token, so an opponent's history line (``player_1: (0,2)``) does not look like a listing line.
+``PREV_ID``
+    written by the previous-token head: "the token before me was an ``ID: `` token", true exactly at the listed
+    move names.
+``ACT``
+    set in the embedding of ``<action>``, the token after which the move name is predicted.
+
+Layer 0 belongs to the circuit: head 0's query and key read ``BIAS`` with rotary phases set so the score peaks at
+relative distance 1; its value reads ``IS_ID`` and its output writes ``PREV_ID``. The layer's other heads and its
+MLP write nothing, so the residual stream the copy heads read keeps the scale of the embeddings. Layer
+``copy_layer`` (1), one query head per key-value group: the query reads ``ACT``, the key reads ``PREV_ID`` on the
+slowest rotary pairs (nearly position-free), so at ``<action>`` the heads attend to the listed names; value and
+output copy disjoint slices of the token-identity coordinates, so through the tied embeddings the listed names'
+logits go up. The final norm starts at ``logit_gain`` so that this can show in the logits of a fresh model. Which
+listed move to pick is left to the rest of the network (trained uniform over the legal moves).
+
+SFT holds the circuit's weights, the writes into the reserved coordinates and (``hold_identity_code``) the copied
+embedding coordinates at their starting values (``SeededCircuit.held``); everything else trains from its seeded
+random initialisation. The architecture is a stock ``LlamaForCausalLM``, so the hf and vLLM backends load it
+unchanged; the project's trainer keeps the held entries (``OptimConfig.hold_marked_weights``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import attrs
+import torch
+
+from arena.core.models.tiny.recipe import CopyCircuit
+
+#: Tokens the listing uses for move ids (``"3: "``); the tokenizer's pre-split keeps them whole.
+ID_TOKEN = re.compile(r"\d+: ")
+ACTION_TAG = "<action>"
+
+
+#: Offsets (from the end of the hidden size) of the reserved residual coordinates.
+BIAS, IS_ID, PREV_ID, ACT = 1, 2, 3, 4
+RESERVED = 4
+
+
+def _rope_inv_freq(config: Any) -> torch.Tensor:
+    head_dim = config.head_dim
+    base = float(config.rope_parameters["rope_theta"])
+    return 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+
+
+def marker_token_ids(tokenizer: Any) -> tuple[list[int], int]:
+    """The ids of the listing's ``ID: `` tokens and of ``<action>`` (which must be a single token)."""
+    vocab = tokenizer.get_vocab()
+    id_tokens = sorted(
+        index for token, index in vocab.items() if ID_TOKEN.fullmatch(tokenizer.convert_tokens_to_string([token]))
+    )
+    action = tokenizer.encode(ACTION_TAG, add_special_tokens=False)
+    if len(action) != 1 or not id_tokens:
+        raise ValueError("the copy circuit needs '<action>' as one token and 'N: ' listing tokens in the vocabulary")
+    return id_tokens, int(action[0])
+
+
+@attrs.frozen
+class SeededCircuit:
+    """What ``install_copy_circuit`` set: a summary for the build report, and the entries SFT must hold fixed.
+
+    ``held`` maps parameter names to boolean masks of the same shape: the circuit's own weights and the writes
+    into the reserved coordinates. Left free, the warm start repurposes the circuit within its first few dozen
+    steps (measured: both copy heads ended up attending to newlines) before the rest of the network learns to
+    read it; held, the rest of the network learns around it.
+    """
+
+    info: dict[str, Any]
+    held: dict[str, torch.Tensor]
+
+
+@torch.no_grad()
+def install_copy_circuit(model: Any, tokenizer: Any, circuit: CopyCircuit) -> SeededCircuit:
+    """Write the circuit into a freshly initialised ``LlamaForCausalLM`` in place."""
+    config = model.config
+    hidden, head_dim = config.hidden_size, config.head_dim
+    heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
+    if head_dim % 2 or not 0 < circuit.copy_layer < config.num_hidden_layers or not config.tie_word_embeddings:
+        raise ValueError(
+            "the copy circuit needs an even head_dim, tied embeddings and copy_layer between 1 and the last layer"
+        )
+    bias, is_id, prev_id, act = (hidden - offset for offset in (BIAS, IS_ID, PREV_ID, ACT))
+    reserved = [bias, is_id, prev_id, act]
+    identity = [c for c in range(hidden) if c not in reserved]
+    id_tokens, action_id = marker_token_ids(tokenizer)
+    half = head_dim // 2
+    inv_freq = _rope_inv_freq(config)
+    names = {id(parameter): name for name, parameter in model.named_parameters()}
+    held: dict[str, torch.Tensor] = {}
+
+    def hold(parameter: torch.Tensor, index: Any) -> None:
+        mask = held.setdefault(names[id(parameter)], torch.zeros_like(parameter, dtype=torch.bool))
+        mask[index] = True
+
+    id_marker = circuit.marker * circuit.id_marker
+    embed = model.model.embed_tokens.weight
+    embed[:, reserved] = 0.0
+    embed[:, bias] = circuit.marker
+    embed[id_tokens, is_id] = id_marker
+    embed[action_id, act] = circuit.marker
+    hold(embed, (slice(None), reserved))
+
+    # Nothing but the circuit writes into or reads from the reserved coordinates at the start: a constant BIAS
+    # of size ``marker`` read by random weights would swamp the token identities in the residual stream.
+    for layer in model.model.layers:
+        attention, mlp = layer.self_attn, layer.mlp
+        for projection in (attention.q_proj, attention.k_proj, attention.v_proj, mlp.gate_proj, mlp.up_proj):
+            projection.weight[:, reserved] = 0.0
+        attention.o_proj.weight[reserved, :] = 0.0
+        mlp.down_proj.weight[reserved, :] = 0.0
+        hold(attention.o_proj.weight, (reserved, slice(None)))
+        hold(mlp.down_proj.weight, (reserved, slice(None)))
+
+    # After RMSNorm a marker coordinate is worth about marker / rms(embedding); an ``ID: `` token carries a second
+    # marker, so its normalised BIAS is a little smaller and its key gets IS_ID added back to match every other key.
+    noise = (hidden - RESERVED) * config.initializer_range**2
+    rms = math.sqrt((circuit.marker**2 + noise) / hidden)
+    rms_id = math.sqrt((circuit.marker**2 + id_marker**2 + noise) / hidden)
+    normed_marker = circuit.marker / rms
+    scale = 1.0 / math.sqrt(head_dim)
+
+    # Layer 0 is the circuit's own: its only output is the previous-token head (query head 0, kv head 0),
+    # IS_ID → PREV_ID. Its other heads and its MLP write nothing, so the residual stream that the copy heads read
+    # keeps the scale of the embeddings (a free first layer grew it about 500-fold during SFT and drowned the
+    # markers).
+    first_layer = model.model.layers[0]
+    first = first_layer.self_attn
+    # cos((Δ-1)θ) summed over pairs: margin over Δ ∈ {0, 2} is Σ (1 - cos θ).
+    fast = inv_freq[: circuit.prev_pairs]
+    gap = float((1.0 - torch.cos(fast)).sum())
+    amplitude = math.sqrt(circuit.prev_margin / (gap * scale)) / normed_marker
+    q = first.q_proj.weight[0:head_dim]
+    k = first.k_proj.weight[0:head_dim]
+    v = first.v_proj.weight[0:head_dim]
+    q.zero_()
+    k.zero_()
+    v.zero_()
+    n = circuit.prev_pairs
+    q[:n, bias] = amplitude
+    for coordinate, weight in (
+        (bias, amplitude),
+        (is_id, amplitude * (rms_id / rms - 1.0) * circuit.marker / id_marker),
+    ):
+        k[:n, coordinate] = weight * torch.cos(fast).float()
+        k[half : half + n, coordinate] = weight * torch.sin(fast).float()
+    v[0, is_id] = rms / id_marker
+    first.o_proj.weight.zero_()
+    first.o_proj.weight[prev_id, 0] = circuit.prev_gain * circuit.marker
+    first_layer.mlp.down_proj.weight.zero_()
+    for projection in (first.q_proj, first.k_proj, first.v_proj):
+        hold(projection.weight, slice(0, head_dim))
+    hold(first.o_proj.weight, slice(None))
+    hold(first_layer.mlp.down_proj.weight, slice(None))
+
+    # Layer ``copy_layer``, one query head per kv group: copy heads (query ACT, key PREV_ID) whose value/output
+    # pairs are disjoint slices of the token-identity coordinates.
+    group = heads // kv_heads
+    pairs = list(range(half - circuit.copy_pairs, half))
+    copy_amplitude = math.sqrt(circuit.copy_score / (len(pairs) * scale)) / normed_marker
+    attention = model.model.layers[circuit.copy_layer].self_attn
+    copy_heads: list[int] = []
+    copied: list[int] = []
+    for kv in range(kv_heads):
+        columns = identity[kv * head_dim : (kv + 1) * head_dim]
+        copied.extend(columns)
+        head = kv * group
+        rows = slice(head * head_dim, (head + 1) * head_dim)
+        kv_rows = slice(kv * head_dim, (kv + 1) * head_dim)
+        attention.q_proj.weight[rows] = 0.0
+        attention.k_proj.weight[kv_rows] = 0.0
+        attention.v_proj.weight[kv_rows] = 0.0
+        attention.o_proj.weight[:, rows] = 0.0
+        for p in pairs:
+            attention.q_proj.weight[head * head_dim + p, act] = copy_amplitude
+            attention.k_proj.weight[kv * head_dim + p, prev_id] = copy_amplitude / circuit.prev_gain
+        for j, coordinate in enumerate(columns):
+            attention.v_proj.weight[kv * head_dim + j, coordinate] = 1.0
+            attention.o_proj.weight[coordinate, head * head_dim + j] = circuit.copy_gain
+        hold(attention.q_proj.weight, rows)
+        hold(attention.k_proj.weight, kv_rows)
+        hold(attention.v_proj.weight, kv_rows)
+        hold(attention.o_proj.weight, (slice(None), rows))
+        copy_heads.append(head)
+    if circuit.hold_identity_code:
+        # Every token keeps its random initial vector in the copied coordinates: a fixed code in which names stay
+        # apart. Trained freely, the embeddings of interchangeable moves converge (tic-tac-toe cells reached a mean
+        # cosine of 0.53 there), and copying one listed cell lifted its unlisted neighbours with it.
+        hold(embed, (slice(None), copied))
+    model.model.norm.weight.fill_(circuit.logit_gain)
+    info = {
+        "reserved_coordinates": {"bias": bias, "is_id": is_id, "prev_id": prev_id, "act": act},
+        "id_tokens": len(id_tokens),
+        "action_token": action_id,
+        "copy_layer": circuit.copy_layer,
+        "copy_heads": copy_heads,
+        "held_weights": int(sum(int(mask.sum()) for mask in held.values())),
+    }
+    return SeededCircuit(info=info, held=held)
