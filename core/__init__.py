@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     )
     from arena.core.api.samples import LossKind, Sample
     from arena.core.api.seeding import derive_seed
+    from arena.core.api.state import StatefulPlugin
     from arena.core.config.loader import load_config
     from arena.core.config.trial import InvalidActionConfig, PromptConfig, TrialConfig
     from arena.core.eval.passk import evaluate_tasks
@@ -129,6 +130,7 @@ _EXPORTS: dict[str, str] = {
     "system_messages": "arena.core.api.augment",
     "task_text_of": "arena.core.api.augment",
     "derive_seed": "arena.core.api.seeding",
+    "StatefulPlugin": "arena.core.api.state",
     "load_config": "arena.core.config.loader",
     "InvalidActionConfig": "arena.core.config.trial",
     "PromptConfig": "arena.core.config.trial",
@@ -198,6 +200,7 @@ __all__ = [
     "ScoredAnswer",
     "SeatView",
     "Segment",
+    "StatefulPlugin",
     "Step",
     "TextAdapter",
     "TrialConfig",

@@ -83,9 +83,9 @@ do into a policy that needs no memory at evaluation time.
 
 State: the training memory and the novelty states live in the plugin object and are checkpointed through
 ``state_dict``/``load_state_dict`` (JSON: texts and scores as lists, each store's key embeddings as one base64
-string of float32, exact on resume). The entry point is the object ``plugin``, shared by the learners of a
-process (the stores are keyed by seat spec); its hooks and state methods are also bound at module level, so the
-entry points ``arena.plugins.empo2`` and ``arena.plugins.empo2:plugin`` are the same plugin. When the trial's
+string of float32, exact on resume). The entry point is the class (``arena.plugins.empo2:EMPO2``): each learner
+that enables ``empo2`` gets an instance of its own and learners share no memory (within a learner the stores are
+keyed by seat spec). When the trial's
 ``meta["learner_seat"]`` names the learner's seat, only that seat writes and reads tips; without it every LLM
 seat of the learner's trials does, so a model opponent (a snapshot) writes and reads tips in stores of its own
 seat spec.
@@ -474,7 +474,7 @@ def tips_in_prompt(text: str) -> int:
 
 
 class EMPO2:
-    """The stateful plugin (one object per process, see the module docstring).
+    """The stateful plugin (one instance per learner, see the module docstring).
 
     ``embed(texts) -> (n, d)`` unit vectors; default: all-MiniLM-L6-v2 (``arena.core.models.embeddings``), loaded on
     first use. Tests inject a cheaper one.
@@ -686,19 +686,3 @@ class EMPO2:
             key_of(entry["key"]): TipStore.from_json(entry, int(entry["max_size"])) for entry in state["memory"]
         }
         self.states = {key_of(entry["key"]): NoveltyStates.from_json(entry) for entry in state["novelty"]}
-
-
-#: The entry point: one instance per process, shared by the learners (its stores are keyed by seat spec).
-plugin = EMPO2()
-
-# The same object's hooks and state methods at module level, so that the module itself (entry point
-# ``arena.plugins.empo2``) works exactly like ``arena.plugins.empo2:plugin``.
-trial_start = plugin.trial_start
-retrieve_memory = plugin.retrieve_memory
-reflect = plugin.reflect
-store_memory = plugin.store_memory
-trial_end = plugin.trial_end
-compute_rewards = plugin.compute_rewards
-training_view = plugin.training_view
-state_dict = plugin.state_dict
-load_state_dict = plugin.load_state_dict

@@ -377,15 +377,3 @@ class Mentor:
             for name, batches in state.get("learners", {}).items()
         }
         self._group_sizes.clear()
-
-
-#: The entry point: one instance per process, shared by the learners (its state is keyed by learner).
-plugin = Mentor()
-
-# The same object's hooks and state methods at module level, so that the module itself (entry point
-# ``arena.plugins.mentor``) works exactly like ``arena.plugins.mentor:plugin``.
-pre_action = plugin.pre_action
-trial_end = plugin.trial_end
-compute_advantages = plugin.compute_advantages
-state_dict = plugin.state_dict
-load_state_dict = plugin.load_state_dict

@@ -12,19 +12,20 @@ does; SPIRAL keeps one exponential moving average of the return per (game, role)
 with the arena from ``sample.meta["arena"]`` (``""`` when absent), the role ``sample.agent``, ``G`` the turn's
 return ``sample.ret`` and ``R`` the game's return ``sample.meta["episode_return"]`` (else ``ret``): the authors'
 code updates the EMA with the undiscounted game reward; with γ = 1 (SPIRAL's setting) ``G = R``. Baselines are also
-keyed by ``sample.learner``: the plugin object is shared by every learner that enables it, and learners must not
-share baselines. As in the authors' code the baseline is read and updated once per *trajectory* (one seat's turns
-in one episode: ``(trial_id, episode, agent)``), in the order trajectories first appear in the batch, with the
-``R`` of the trajectory's first sample; every turn of the trajectory uses that trajectory's ``b_old`` (a reflection
-written after episode n belongs to episode n's trajectory). ``update_per: sample`` reads and updates once per
-sample instead.
+keyed by ``sample.learner`` (each learner has an ``RAE`` instance of its own, so this only matters to a caller that
+feeds one instance several learners' samples). As in the authors' code the baseline is read and updated once per
+*trajectory* (one seat's turns in one episode: ``(trial_id, episode, agent)``), in the order trajectories first
+appear in the batch, with the ``R`` of the trajectory's first sample; every turn of the trajectory uses that
+trajectory's ``b_old`` (a reflection written after episode n belongs to episode n's trajectory). ``update_per:
+sample`` reads and updates once per sample instead.
 
 The turn's advantage sits on its LAST completion token (a per-token list of zeros ending in A), as SPIRAL puts the
 game reward on the last token; a sample with no completion tokens gets ``[]``.
 
-State: the baselines live in the plugin object (``plugin`` below, the entry point), not in the samples. The trainer
-checkpoints them with ``plugin.state_dict()`` (JSON-serialisable) and restores them with
-``plugin.load_state_dict(state)`` on resume, like a model or optimiser.
+State: the baselines live in an ``RAE`` instance (the entry point is the class, ``arena.plugins.rae:RAE``: one
+instance per learner), not in the samples. The run checkpoints them with ``state_dict()`` (JSON-serialisable) and
+restores them with ``load_state_dict(state)`` on resume, like a model or optimiser (``StatefulPlugin``,
+``arena.core.api.state``).
 
 Hooks: ``compute_advantages``.
 
@@ -152,7 +153,3 @@ class RAE:
             baselines[key] = float(entry["value"])
             updates[key] = int(entry.get("updates", 0))
         self.baselines, self.updates = baselines, updates
-
-
-#: The entry point: one instance per process, shared by the learners (its baselines are keyed by learner).
-plugin = RAE()

@@ -49,11 +49,10 @@ strategies rather than of tokens. This plugin adds to the default turn prompt (`
    the group (``group_size``). The paper's update: ``loss: {clip_low: 0.2, clip_high: 0.2, aggregation:
    token_mean, kl_coef: 0}``, ``optim: {lr: 1e-6, epochs: 2}``.
 
-State: the buffers (and sequences not yet visible) live in one plugin object, ``plugin``, shared by every learner
-that enables ``sge`` in a process (keys include the learner). The module's hooks and state methods are that
-object's bound methods, so the entry points ``arena.plugins.sge`` and ``arena.plugins.sge:plugin`` are the same.
-The trainer checkpoints the buffers with ``state_dict()`` (JSON-serialisable) and restores them with
-``load_state_dict(state)`` on resume.
+State: the buffers (and sequences not yet visible) live in an ``SGE`` instance. The entry point is the class
+(``arena.plugins.sge:SGE``), so every learner that enables ``sge`` gets an instance of its own and learners share
+no buffer. ``SGE`` is a ``StatefulPlugin`` (``arena.core.api.state``): the run checkpoints the buffers with
+``state_dict()`` (JSON-serialisable) and restores them with ``load_state_dict(state)`` on resume.
 
 Settings come from ``TrialSpec.options["sge"]`` (the learner's ``options``); unknown keys are errors.
 
@@ -444,14 +443,3 @@ def _key_json(key: TaskKey) -> dict[str, Any]:
 
 def _key_of(entry: Mapping[str, Any]) -> TaskKey:
     return (str(entry["learner"]), str(entry["arena"]), int(entry["seed"]), int(entry["seat"]), str(entry["seat_spec"]))
-
-
-#: The entry point: one instance per process, shared by the learners (its buffers are keyed by learner).
-plugin = SGE()
-
-# The same object's hooks and state methods at module level, so that the module itself (entry point
-# ``arena.plugins.sge``) works exactly like ``arena.plugins.sge:plugin``.
-pre_action = plugin.pre_action
-trial_end = plugin.trial_end
-state_dict = plugin.state_dict
-load_state_dict = plugin.load_state_dict

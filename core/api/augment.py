@@ -88,7 +88,7 @@ class Augmentation:
 
     requests: tuple[GenerationRequest, ...]
     finish: Finish
-    source: str = ""
+    source: str = ""  # the plugin's name: keys its metrics and the seeds of its requests
 
 
 def group_score(sample: Sample) -> float:

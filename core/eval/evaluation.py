@@ -175,10 +175,7 @@ def learner_plugins(info: RunInfo, extra: Mapping[str, object] | None = None) ->
     extra = dict(extra or {})
     plugins = PluginSet([*info.learner.plugins, *extra], extra=extra)
     saved = (info.state.get("learners") or {}).get(info.learner.name) or {}
-    for name, plugin_state in dict(saved.get("plugins") or {}).items():
-        obj = plugins.pm.get_plugin(name)
-        if obj is not None and hasattr(obj, "load_state_dict"):
-            obj.load_state_dict(plugin_state)
+    plugins.load_state_dict(dict(saved.get("plugins") or {}))
     return plugins
 
 

@@ -20,6 +20,7 @@ import pluggy
 from arena.core.api import hookspecs
 from arena.core.api.errors import PluginError, UnknownNameError
 from arena.core.api.markers import PROJECT_NAME
+from arena.core.api.state import StatefulPlugin
 
 ENTRY_POINT_GROUP = "arena"
 REGISTRATION_HOOKS = frozenset(
@@ -100,8 +101,9 @@ def _load_installed() -> tuple[_Loaded, ...]:
         version = ep.dist.version if ep.dist is not None else "?"
         try:
             obj = ep.load()
-            validate_plugin(ep.name, obj)
-            hooks = implemented_hooks(obj)
+            instance = plugin_instance(obj)
+            validate_plugin(ep.name, instance)
+            hooks = implemented_hooks(instance)
             loaded.append(_Loaded(PluginInfo(ep.name, dist, version, ep.value, hooks), obj))
         except PluginError as exc:
             loaded.append(_Loaded(PluginInfo(ep.name, dist, version, ep.value, (), str(exc)), None))
@@ -131,7 +133,7 @@ def registration_manager() -> pluggy.PluginManager:
     pm = new_manager()
     for entry in _load_installed():
         if entry.obj is not None:
-            pm.register(entry.obj, name=entry.info.name)
+            pm.register(plugin_instance(entry.obj), name=entry.info.name)
     return pm
 
 
@@ -144,8 +146,30 @@ def reset_caches() -> None:
     catalog.reset()
 
 
+def plugin_instance(obj: object) -> object:
+    """What gets registered: a fresh instance when the entry point names a class (a stateful plugin), else the
+    module or object itself (a stateless plugin: its hooks are plain functions)."""
+    if isinstance(obj, type):
+        try:
+            return obj()
+        except Exception as exc:
+            raise PluginError(f"plugin class {obj.__qualname__} cannot be created without arguments: {exc}") from exc
+    return obj
+
+
+def is_stateful(obj: object) -> bool:
+    """Whether ``obj`` follows the ``StatefulPlugin`` protocol of ``arena.core.api.state``."""
+    return isinstance(obj, StatefulPlugin)
+
+
 class PluginSet:
-    """The plugins enabled for one run or one learner, in config order.
+    """The plugins enabled for one run or one learner: its own pluggy ``PluginManager`` (``pm``) and instances.
+
+    Each ``PluginSet`` is a separate host, as each pytest session is: a plugin published as a class gets a fresh
+    instance here, so two learners enabling the same stateful plugin share nothing. Plugins are registered in
+    reverse config order because pluggy calls the last registered first: the hooks then run in config order,
+    and ``tryfirst``, ``trylast`` and wrappers (``wrapper=True``, ``hookwrapper=True``) reorder and wrap them as
+    pluggy documents. Every hook is called through ``pm.hook`` (see :meth:`call`).
 
     ``extra`` maps names to plugin objects that are not installed (tests, notebooks); they can be enabled by
     name like installed ones.
@@ -161,24 +185,30 @@ class PluginSet:
         self._objects: dict[str, object] = {}
         for name in self.names:
             if name in extra:
-                obj = extra[name]
+                obj = plugin_instance(extra[name])
                 validate_plugin(name, obj)
             else:
                 try:
-                    obj = installed_plugin(name)
+                    obj = plugin_instance(installed_plugin(name))
                 except UnknownNameError:
                     available = [e.info.name for e in _load_installed()] + list(extra)
                     raise UnknownNameError("plugin", name, available) from None
-            self.pm.register(obj, name=name)
             self._objects[name] = obj
+        for name in reversed(self.names):
+            self.pm.register(self._objects[name], name=name)
         self._check_firstresult_conflicts()
+
+    @property
+    def hook(self) -> Any:
+        """``pm.hook``: call ``plugins.hook.NAME(**kwargs)`` for pluggy's own result (errors not renamed)."""
+        return self.pm.hook
 
     def _check_firstresult_conflicts(self) -> None:
         for hook in spec_names():
             caller = getattr(self.pm.hook, hook)
             if caller.spec is None or not caller.spec.opts.get("firstresult"):
                 continue
-            owners = [impl.plugin_name for impl in caller.get_hookimpls()]
+            owners = [impl.plugin_name for impl in caller.get_hookimpls() if not _is_wrapper(impl)]
             if len(owners) > 1:
                 ordered = [n for n in self.names if n in owners]
                 raise PluginError(
@@ -186,35 +216,72 @@ class PluginSet:
                     "plugin per learner may answer; enable one of them"
                 )
 
-    def call(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
-        """Call a 1:N hook; ``(plugin name, result)`` for each non-None result, in config order.
+    def call(self, hook: str, **kwargs: Any) -> Any:
+        """``pm.hook.<hook>(**kwargs)``: the list of non-None results in call order (config order unless a plugin
+        says ``tryfirst``/``trylast``), or for a ``firstresult`` hook the first non-None result (None when no
+        plugin answers).
 
-        Exceptions are re-raised as ``PluginError`` naming the plugin and hook, chained to the original.
+        An exception from a plugin is re-raised as ``PluginError`` naming the plugin and the hook, chained to the
+        original; the plugin is the innermost hook implementation on the traceback.
         """
-        impls = {impl.plugin_name: impl for impl in getattr(self.pm.hook, hook).get_hookimpls()}
-        results: list[tuple[str, Any]] = []
-        for name in self.names:
-            impl = impls.get(name)
-            if impl is None:
-                continue
-            try:
-                result = impl.function(*[kwargs[arg] for arg in impl.argnames])
-            except PluginError:
-                raise
-            except Exception as exc:
-                raise PluginError(f"plugin {name!r} failed in hook {hook!r}: {type(exc).__name__}: {exc}") from exc
-            if result is not None:
-                results.append((name, result))
-        return results
+        caller = getattr(self.pm.hook, hook)
+        try:
+            return caller(**kwargs)
+        except PluginError:
+            raise
+        except Exception as exc:
+            name = self._culprit(caller, exc)
+            where = f"plugin {name!r}" if name else "a plugin"
+            raise PluginError(f"{where} failed in hook {hook!r}: {type(exc).__name__}: {exc}") from exc
 
     def first(self, hook: str, **kwargs: Any) -> Any:
-        """Call a firstresult hook; None when no enabled plugin implements it."""
-        results = self.call(hook, **kwargs)
-        return results[0][1] if results else None
+        """Call a ``firstresult`` hook; None when no enabled plugin implements it."""
+        caller = getattr(self.pm.hook, hook)
+        if caller.spec is None or not caller.spec.opts.get("firstresult"):
+            raise PluginError(f"hook {hook!r} is not a firstresult hook; use call()")
+        return self.call(hook, **kwargs)
+
+    @staticmethod
+    def _culprit(caller: Any, exc: BaseException) -> str | None:
+        codes = {}
+        for impl in caller.get_hookimpls():
+            function = getattr(impl.function, "__func__", impl.function)
+            code = getattr(function, "__code__", None)
+            if code is not None:
+                codes[code] = impl.plugin_name
+        culprit = None
+        tb = exc.__traceback__
+        while tb is not None:
+            culprit = codes.get(tb.tb_frame.f_code, culprit)
+            tb = tb.tb_next
+        return culprit
 
     def implements(self, hook: str) -> list[str]:
+        """The enabled plugins that implement ``hook`` (wrappers included), in config order."""
         owners = {impl.plugin_name for impl in getattr(self.pm.hook, hook).get_hookimpls()}
         return [n for n in self.names if n in owners]
 
+    def plugin(self, name: str) -> object:
+        """The object registered for ``name`` (this set's own instance for a plugin published as a class)."""
+        return self._objects[name]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Every stateful plugin's ``state_dict()`` by name (``StatefulPlugin``, arena.core.api.state)."""
+        return {name: obj.state_dict() for name, obj in self._objects.items() if isinstance(obj, StatefulPlugin)}
+
+    def load_state_dict(self, states: Mapping[str, Any]) -> None:
+        """Give each stateful plugin its saved state; a state for a plugin that keeps none is an error."""
+        for name, state in states.items():
+            obj = self._objects.get(name)
+            if obj is None:
+                continue  # the plugin is not enabled here (an eval with fewer plugins)
+            if not isinstance(obj, StatefulPlugin):
+                raise PluginError(f"plugin {name!r} has saved state but no load_state_dict (StatefulPlugin)")
+            obj.load_state_dict(state)
+
     def __repr__(self) -> str:
         return f"PluginSet({list(self.names)!r})"
+
+
+def _is_wrapper(impl: Any) -> bool:
+    return bool(getattr(impl, "wrapper", False) or getattr(impl, "hookwrapper", False))

@@ -40,8 +40,10 @@ def mechanisms(plugin_names: list[str], options: dict[str, dict[str, Any]]) -> l
             obj = installed_plugin(name)
         except ArenaError:  # an unknown or broken plugin fails later, with its own message
             continue
-        # The plugin module, or a plugin object (``arena.plugins.sge:plugin``) and then its module.
-        declare = getattr(obj, HOOK, None) or getattr(sys.modules.get(type(obj).__module__), HOOK, None)
+        # The plugin module, or a plugin class (``arena.plugins.sge:SGE``) and then its module.
+        module = obj.__module__ if isinstance(obj, type) else type(obj).__module__
+        declare = getattr(obj, HOOK, None) if not isinstance(obj, type) else None
+        declare = declare or getattr(sys.modules.get(module), HOOK, None)
         if callable(declare):
             found += [f"{name}: {text}" for text in declare(options)]
     return found

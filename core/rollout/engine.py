@@ -458,28 +458,29 @@ class RolloutEngine:
     def _plan(
         self, turn: Turn
     ) -> tuple[list[MemoryItem], list[str], tuple[Segment, ...], int, dict[str, dict[str, Any]], bool]:
-        memories = [item for _, items in self.plugins.call("retrieve_memory", turn=turn) for item in items]
-        plans: list[tuple[str, ActionPlan]] = self.plugins.call("pre_action", turn=turn)
+        memories = [item for items in self.plugins.call("retrieve_memory", turn=turn) for item in items]
+        plans: list[ActionPlan] = self.plugins.call("pre_action", turn=turn)
         prompt_cfg = self.config.prompt
         segments: tuple[Segment, ...] = (turn.default_segment or Segment(prompt_cfg.temperature, prompt_cfg.top_p),)
         max_new_tokens = prompt_cfg.max_new_tokens
         owner: str | None = None
-        for name, plan in plans:
+        for plan in plans:
             if plan.segments is None and plan.max_new_tokens is None:
                 continue
+            name = plan.source or "a plugin"
             if owner is not None:
                 raise PluginError(
-                    f"plugins {owner!r} and {name!r} both set the sampling plan in hook 'pre_action'; "
-                    "only one plugin per learner may"
+                    f"plugins {owner!r} and {name!r} both set the sampling plan in hook 'pre_action' (implemented "
+                    f"by {', '.join(self.plugins.implements('pre_action'))}); only one plugin per learner may"
                 )
             owner = name
             if plan.segments is not None:
                 segments = plan.segments
             if plan.max_new_tokens is not None:
                 max_new_tokens = plan.max_new_tokens
-        metas = {plan.source or name: dict(plan.meta) for name, plan in plans if plan.meta}
-        recompute_old = any(plan.recompute_old for _, plan in plans)
-        return memories, [plan.instructions for _, plan in plans], segments, max_new_tokens, metas, recompute_old
+        metas = {plan.source or f"pre_action#{i}": dict(plan.meta) for i, plan in enumerate(plans) if plan.meta}
+        recompute_old = any(plan.recompute_old for plan in plans)
+        return memories, [plan.instructions for plan in plans], segments, max_new_tokens, metas, recompute_old
 
     async def _llm_decisions(
         self,
@@ -626,7 +627,7 @@ class RolloutEngine:
         for seat in state.seats:
             if not seat.is_llm:
                 continue
-            for _, request in self.plugins.call(
+            for request in self.plugins.call(
                 "reflect",
                 trial=spec,
                 episode=record,

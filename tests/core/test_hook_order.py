@@ -85,3 +85,87 @@ def test_hook_order_over_a_two_episode_trial() -> None:
     # The pre_action instructions reach the prompt.
     llm_step = next(s for s in trial.episodes[0].steps if s.completion is not None)
     assert "Recorder was here." in llm_step.prompt[-1].content
+
+
+# --------------------------------------------------------------------------------------------------------------
+# pluggy's own semantics: a third-party wrapper, tryfirst and trylast behave as pluggy documents
+# --------------------------------------------------------------------------------------------------------------
+
+
+class Planner:
+    @hookimpl
+    def pre_action(self, turn: Any) -> ActionPlan:
+        return ActionPlan(instructions="Plan from the planner.", source="planner")
+
+
+class Wrapper:
+    """A new-style wrapper (``wrapper=True``) around ``pre_action``: it sees the inner results and changes them."""
+
+    def __init__(self) -> None:
+        self.seen: list[list[str]] = []
+
+    @hookimpl(wrapper=True)
+    def pre_action(self, turn: Any) -> Any:
+        plans = yield
+        self.seen.append([plan.instructions for plan in plans])
+        return [*plans, ActionPlan(instructions="Wrapped by the wrapper.", source="wrapper")]
+
+
+def test_a_third_party_wrapper_wraps_a_real_hook_call() -> None:
+    wrapper = Wrapper()
+    (trial,), _, _ = play(
+        specs(1, arena="tic_tac_toe", seats=("model:scripted", "ttt-row-major")),
+        plugins=["wrap", "planner"],
+        extra={"wrap": wrapper, "planner": Planner()},
+    )
+    llm_steps = [s for s in trial.episodes[0].steps if s.completion is not None]
+    assert wrapper.seen == [["Plan from the planner."]] * len(llm_steps)
+    prompt = llm_steps[0].prompt[-1].content
+    assert "Plan from the planner." in prompt and "Wrapped by the wrapper." in prompt
+
+
+class Say:
+    def __init__(self, word: str) -> None:
+        self.word = word
+
+    @hookimpl
+    def retrieve_memory(self, turn: Any) -> list[str]:
+        return [self.word]
+
+
+class SayFirst(Say):
+    @hookimpl(tryfirst=True)
+    def retrieve_memory(self, turn: Any) -> list[str]:
+        return [self.word]
+
+
+class SayLast(Say):
+    @hookimpl(trylast=True)
+    def retrieve_memory(self, turn: Any) -> list[str]:
+        return [self.word]
+
+
+def test_config_order_then_tryfirst_and_trylast() -> None:
+    from arena.core import PluginSet
+
+    plain = PluginSet(["a", "b", "c"], extra={"a": Say("a"), "b": Say("b"), "c": Say("c")})
+    assert plain.call("retrieve_memory", turn=None) == [["a"], ["b"], ["c"]]
+    moved = PluginSet(["a", "b", "c"], extra={"a": SayLast("a"), "b": Say("b"), "c": SayFirst("c")})
+    assert moved.call("retrieve_memory", turn=None) == [["c"], ["b"], ["a"]]
+
+
+def test_a_failing_hook_names_its_plugin_even_under_a_wrapper() -> None:
+    from arena.core import PluginError, PluginSet
+
+    class Broken:
+        @hookimpl
+        def pre_action(self, turn: Any) -> ActionPlan:
+            raise ZeroDivisionError("boom")
+
+    plugins = PluginSet(["wrap", "broken"], extra={"wrap": Wrapper(), "broken": Broken()})
+    try:
+        plugins.call("pre_action", turn=None)
+    except PluginError as exc:
+        assert str(exc) == "plugin 'broken' failed in hook 'pre_action': ZeroDivisionError: boom"
+    else:
+        raise AssertionError("no PluginError")

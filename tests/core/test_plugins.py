@@ -107,4 +107,34 @@ def test_results_come_back_in_config_order() -> None:
             return [self.word]
 
     plugins = PluginSet(["z", "a"], extra={"a": Say("a"), "z": Say("z")})
-    assert plugins.call("retrieve_memory", turn=None) == [("z", ["z"]), ("a", ["a"])]
+    assert plugins.call("retrieve_memory", turn=None) == [["z"], ["a"]]
+
+
+def test_a_plugin_class_gets_one_instance_per_set_and_its_state_is_declared() -> None:
+    from arena.core.api.state import StatefulPlugin
+
+    class Counter:
+        def __init__(self) -> None:
+            self.seen = 0
+
+        @hookimpl
+        def trial_start(self, trial: Any) -> None:
+            self.seen += 1
+
+        def state_dict(self) -> dict[str, Any]:
+            return {"seen": self.seen}
+
+        def load_state_dict(self, state: Any) -> None:
+            self.seen = int(state["seen"])
+
+    alice, bob = PluginSet(["count"], extra={"count": Counter}), PluginSet(["count"], extra={"count": Counter})
+    assert alice.plugin("count") is not bob.plugin("count")
+    assert isinstance(alice.plugin("count"), StatefulPlugin)
+    alice.call("trial_start", trial=None)
+    alice.call("trial_start", trial=None)
+    assert alice.state_dict() == {"count": {"seen": 2}} and bob.state_dict() == {"count": {"seen": 0}}
+    bob.load_state_dict(alice.state_dict())
+    assert bob.plugin("count").seen == 2
+    stateless = PluginSet(["say"], extra={"say": type("S", (), {})()})
+    with pytest.raises(PluginError, match="saved state but no load_state_dict"):
+        stateless.load_state_dict({"say": {}})

@@ -252,4 +252,4 @@ def test_rae_instance_answers_the_hook_and_errors_name_it() -> None:
     assert last_token(out) == pytest.approx([1.0, -1.0, 1.0, -1.05, 1.0])
     with pytest.raises(PluginError, match="'rae'"):
         plugins.first("compute_advantages", samples=first_batch(), options={"rae": {"decay": 2.0}})
-    assert isinstance(rae.plugin, rae.RAE)
+    assert isinstance(PluginSet(["rae"]).plugin("rae"), rae.RAE)

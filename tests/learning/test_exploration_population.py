@@ -4,10 +4,7 @@ the rollouts dumped, and the checks that each method's mechanism is visible in t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from arena.core.config.loader import load_config
 from arena.core.learn.run import Run
@@ -50,25 +47,6 @@ torch_threads: 1
 """
 
 
-@pytest.fixture
-def fresh_plugin_state() -> Iterator[None]:
-    """SGE's and EMPO²'s plugin objects are process-wide: start empty and leave nothing for later tests."""
-    from arena.plugins import empo2, sge
-
-    states = (sge.plugin, sge.plugin.state_dict()), (empo2.plugin, empo2.plugin.state_dict())
-    empty = {
-        sge.plugin: {"version": sge.STATE_VERSION, "buffers": []},
-        empo2.plugin: {"version": empo2.STATE_VERSION, "memory": [], "novelty": []},
-    }
-    for plugin, _ in states:
-        plugin.load_state_dict(empty[plugin])
-    yield
-    for plugin, _ in states:
-        plugin.load_state_dict(empty[plugin])
-    empo2.plugin._modes.clear()
-
-
-@pytest.mark.usefixtures("fresh_plugin_state")
 def test_sge_and_empo2_learners_in_one_mage_population(tmp_path: Path, toy_dir: Path) -> None:
     path = tmp_path / "pop.yaml"
     path.write_text(CONFIG.format(model=toy_dir))

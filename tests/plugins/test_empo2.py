@@ -604,8 +604,8 @@ def test_engine_off_policy_samples_lose_their_tips() -> None:
     assert all(v is not None and "<tip>" not in v.context_text and "<tip>" in v.rollout_context_text for v in views)
 
 
-def test_the_module_and_the_object_are_the_same_plugin() -> None:
-    validate_plugin("empo2", empo2)
+def test_the_entry_point_is_the_class_and_each_set_gets_an_instance() -> None:
+    validate_plugin("empo2", empo2.EMPO2())
     hooks = (
         "compute_rewards",
         "reflect",
@@ -615,10 +615,10 @@ def test_the_module_and_the_object_are_the_same_plugin() -> None:
         "trial_end",
         "trial_start",
     )
-    assert implemented_hooks(empo2) == implemented_hooks(empo2.plugin) == hooks
-    assert empo2.state_dict.__self__ is empo2.plugin and empo2.load_state_dict.__self__ is empo2.plugin
-    installed = installed_plugin("empo2")
-    assert installed in (empo2, empo2.plugin)
+    assert implemented_hooks(empo2.EMPO2()) == hooks
+    assert installed_plugin("empo2") is empo2.EMPO2
+    one, two = PluginSet(["empo2"]), PluginSet(["empo2"])
+    assert isinstance(one.plugin("empo2"), empo2.EMPO2) and one.plugin("empo2") is not two.plugin("empo2")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -652,23 +652,17 @@ torch_threads: 1
 
 
 @pytest.fixture
-def installed_plugin_state() -> Any:
-    """The process-wide ``empo2.plugin`` (what a run enables by name) with a cheap embedder, empty before and
-    reset afterwards (other tests' runs in this process use the same object)."""
-    plugin = empo2.plugin
-    plugin.load_state_dict({"version": empo2.STATE_VERSION, "memory": [], "novelty": []})
-    plugin._modes.clear()
-    saved = plugin._embed
-    plugin._embed = FakeEmbed(default=unit(1.0))
-    yield plugin
-    plugin._embed = saved
-    plugin.load_state_dict({"version": empo2.STATE_VERSION, "memory": [], "novelty": []})
-    plugin._modes.clear()
+def cheap_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs enable ``empo2`` by name, so each learner's instance loads the default embedder: make it a cheap one."""
+    import arena.core
+
+    fake = FakeEmbed(default=unit(1.0))
+    monkeypatch.setattr(
+        arena.core, "sentence_embedder", lambda: type("E", (), {"encode": staticmethod(fake)})(), raising=False
+    )
 
 
-def test_a_training_run_strips_tips_off_policy_and_checkpoints_the_memory(
-    tmp_path: Any, installed_plugin_state: EMPO2
-) -> None:
+def test_a_training_run_strips_tips_off_policy_and_checkpoints_the_memory(tmp_path: Any, cheap_embedder: None) -> None:
     from arena.core.config.loader import load_config
     from arena.core.host import catalog
     from arena.core.learn.run import Run
@@ -704,6 +698,6 @@ def test_a_training_run_strips_tips_off_policy_and_checkpoints_the_memory(
     assert {r["context_text"] for r in with_tips} == {first.replace("episode 1 of 2", "episode 2 of 2")}
     state = json.loads(next(out.glob("checkpoints/*/state.json")).read_text())
     saved = state["learners"]["solo"]["plugins"]["empo2"]
-    assert saved == json.loads(json.dumps(installed_plugin_state.state_dict()))
+    assert saved == json.loads(json.dumps(learner.plugins.plugin("empo2").state_dict()))
     assert len(saved["memory"]) == 4 and all(len(store["texts"]) >= 1 for store in saved["memory"])
     assert learner.seat_spec in {store["key"][0] for store in saved["memory"]}

@@ -158,8 +158,7 @@ def test_penalty_terms_through_the_hook() -> None:
         make(None, kind="reflection:mage", tokens=200, invalid=True),  # length only: −2·72/128 = −1.125
         make(1.0, tokens=128),  # nothing
     ]
-    ((name, terms),) = PluginSet(["mage"]).call("compute_rewards", trial=trial_with(), samples=samples)
-    assert name == "mage"
+    (terms,) = PluginSet(["mage"]).call("compute_rewards", trial=trial_with(), samples=samples)
     assert terms == {
         0: {"invalid": -0.5},
         1: {"length": pytest.approx(-1.0)},
@@ -387,7 +386,7 @@ def credit(plugins: PluginSet, trials: list[TrialRecord], samples: list[Sample],
     out = []
     for trial in trials:
         local = [s for s in samples if s.trial_id == trial.spec.trial_id]
-        for _, extra in plugins.call("compute_rewards", trial=trial, samples=local):
+        for extra in plugins.call("compute_rewards", trial=trial, samples=local):
             local = [attrs.evolve(s, reward_terms={**s.reward_terms, **extra.get(j, {})}) for j, s in enumerate(local)]
         out.extend(local)
     returns = plugins.first("compute_returns", samples=out, options=options)

@@ -100,5 +100,5 @@ def test_bad_settings_are_config_errors(given: dict[str, Any], message: str) -> 
 def test_a_penalty_reaches_the_sample_reward_through_the_plugin_set() -> None:
     plugins = PluginSet(["overlong"], {"overlong": overlong})
     samples = [sample("action", 19)]
-    (name, terms), *_ = plugins.call("compute_rewards", trial=trial(), samples=samples)
-    assert name == "overlong" and terms == {0: {"overlong": -0.75}}
+    terms, *_ = plugins.call("compute_rewards", trial=trial(), samples=samples)
+    assert terms == {0: {"overlong": -0.75}}

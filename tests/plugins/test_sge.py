@@ -371,12 +371,15 @@ def test_state_round_trip_continues_the_buffers() -> None:
         restored.load_state_dict({"version": 99})
 
 
-def test_module_entry_point_and_plugin_object_are_the_same_plugin() -> None:
+def test_the_entry_point_is_the_class_and_learners_share_no_buffer() -> None:
     plugins = PluginSet(["sge", "grpo"])
     assert plugins.implements("pre_action") == ["sge"] and plugins.implements("trial_end") == ["sge"]
     assert plugins.implements("compute_advantages") == ["grpo"]
-    module = plugins.pm.get_plugin("sge")
-    assert module.state_dict() == sge.plugin.state_dict()
+    mine, theirs = plugins.plugin("sge"), PluginSet(["sge"]).plugin("sge")
+    assert isinstance(mine, sge.SGE) and mine is not theirs
+    mine.failed[key()] = [sge.StrategySequence(("fold early",))]
+    assert plugins.state_dict()["sge"] == mine.state_dict() != theirs.state_dict()
+    assert theirs.sequences(key()) == ([], [])
 
 
 # --------------------------------------------------------------------------------------------------------------
