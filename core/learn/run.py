@@ -299,18 +299,10 @@ class Learner:
         return tuple(int(t) for t in prompt_ids(GenerationRequest(messages=tuple(messages))))
 
     def plugin_state(self) -> dict[str, Any]:
-        states = {}
-        for name in self.plugins.names:
-            obj = self.plugins.pm.get_plugin(name)
-            if obj is not None and hasattr(obj, "state_dict"):
-                states[name] = obj.state_dict()
-        return states
+        return self.plugins.state_dict()
 
     def load_plugin_state(self, states: Mapping[str, Any]) -> None:
-        for name, plugin_state in states.items():
-            obj = self.plugins.pm.get_plugin(name)
-            if obj is not None and hasattr(obj, "load_state_dict"):
-                obj.load_state_dict(plugin_state)
+        self.plugins.load_state_dict(states)
 
 
 class Run:
@@ -586,12 +578,16 @@ class Run:
             if not indices:
                 continue
             local = [samples[i] for i in indices]
-            for name, extra in plugins.call("compute_rewards", trial=trial, samples=local):
+            for extra in plugins.call("compute_rewards", trial=trial, samples=local):
                 for j, terms in extra.items():
                     current = dict(samples[indices[j]].reward_terms)
                     clash = set(current) & set(terms)
                     if clash:
-                        raise ArenaError(f"plugin {name!r} sets reward term(s) {sorted(clash)} that already exist")
+                        owners = ", ".join(plugins.implements("compute_rewards"))
+                        raise ArenaError(
+                            f"reward term(s) {sorted(clash)} set twice (by the core or one of the plugins "
+                            f"implementing compute_rewards: {owners})"
+                        )
                     current.update(terms)
                     samples[indices[j]] = attrs.evolve(samples[indices[j]], reward_terms=current)
         return samples
@@ -686,10 +682,8 @@ class Run:
                 max_new_tokens=self.config.trial.prompt.max_new_tokens,
             )
             group = tuple(samples[i] for i in indices)
-            for name, plan in learner.plugins.call(
-                "augment_group", group=group, task=task, options=learner.config.options
-            ):
-                plans.append((key, name, plan, task))
+            for plan in learner.plugins.call("augment_group", group=group, task=task, options=learner.config.options):
+                plans.append((key, plan.source or "augment", plan, task))
         requests: list[GenerationRequest] = []
         for key, name, plan, _ in plans:
             for i, request in enumerate(plan.requests):
