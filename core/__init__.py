@@ -59,8 +59,10 @@ if TYPE_CHECKING:
     )
     from arena.core.api.samples import LossKind, Sample
     from arena.core.api.seeding import derive_seed
+    from arena.core.api.settings import setting
     from arena.core.api.state import StatefulPlugin
     from arena.core.config.loader import load_config
+    from arena.core.config.plugin_settings import read_settings
     from arena.core.config.trial import InvalidActionConfig, PromptConfig, TrialConfig
     from arena.core.eval.passk import evaluate_tasks
     from arena.core.host.catalog import api_kind, make_arena
@@ -131,6 +133,8 @@ _EXPORTS: dict[str, str] = {
     "task_text_of": "arena.core.api.augment",
     "derive_seed": "arena.core.api.seeding",
     "StatefulPlugin": "arena.core.api.state",
+    "setting": "arena.core.api.settings",
+    "read_settings": "arena.core.config.plugin_settings",
     "load_config": "arena.core.config.loader",
     "InvalidActionConfig": "arena.core.config.trial",
     "PromptConfig": "arena.core.config.trial",
@@ -233,11 +237,13 @@ __all__ = [
     "moves_by_action",
     "parse_action",
     "parse_seat",
+    "read_settings",
     "reject_guided",
     "restore",
     "run_sft",
     "save_model",
     "sentence_embedder",
+    "setting",
     "snapshot",
     "system_messages",
     "task_text_of",

@@ -24,11 +24,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from arena.core import Sample, group_normalized, hookimpl
-from arena.plugins._options import read_options
+import attrs
+
+from arena.core import Sample, group_normalized, hookimpl, read_settings, setting
 
 NAME = "grpo"
-DEFAULTS: Mapping[str, Any] = {"std_norm": True, "eps": 1e-6, "unbiased_std": True}
+
+
+@attrs.frozen
+class Settings:
+    """grpo's settings: ``options.grpo`` of a learner (checked when the run config loads)."""
+
+    std_norm: bool = setting(True, "divide by the group's std (Dr.GRPO and MAGE turn it off)")
+    eps: float = setting(1e-6, "added to the std", validator=attrs.validators.ge(0))
+    unbiased_std: bool = setting(True, "Bessel-corrected std (n - 1); false: population std (n)")
 
 
 grpo_advantages = group_normalized
@@ -36,11 +45,11 @@ grpo_advantages = group_normalized
 
 @hookimpl
 def compute_advantages(samples: list[Sample], options: Mapping[str, Mapping[str, Any]]) -> list[float]:
-    opts = read_options(options, NAME, DEFAULTS)
+    opts = read_settings(options, NAME, Settings)
     return grpo_advantages(
         [s.ret for s in samples],
         [s.group_id for s in samples],
-        std_norm=opts["std_norm"],
-        eps=opts["eps"],
-        unbiased_std=opts["unbiased_std"],
+        std_norm=opts.std_norm,
+        eps=opts.eps,
+        unbiased_std=opts.unbiased_std,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from arena.core.api.errors import ArenaError
 from arena.core.cli.logs import configure_logging
 from arena.core.config.loader import load_config
 from arena.core.host import catalog
-from arena.core.host.plugins import installed_plugins, registration_manager
+from arena.core.host.plugins import check_plugin_options, installed_plugins, registration_manager
 
 EXIT_USER_ERROR = 2
 
@@ -45,15 +45,16 @@ def cli(ctx: click.Context, log_format: str, verbose: bool) -> None:
     ctx.obj = {"verbose": verbose}
 
 
-def plugin_defaults(module: str) -> dict[str, Any] | None:
-    """A plugin module's settings with their defaults (its ``DEFAULTS`` table), None when it declares none."""
-    import importlib
+def plugin_settings(name: str) -> list[dict[str, Any]] | None:
+    """A plugin's settings (name, type, default, doc) from its ``Settings`` class; None when it declares none."""
+    from arena.core.api.settings import describe_settings, settings_class
+    from arena.core.host.plugins import installed_plugin
 
     try:
-        defaults = getattr(importlib.import_module(module.partition(":")[0]), "DEFAULTS", None)
-    except Exception:  # a plugin that fails to import is reported through its "error" field already
+        cls = settings_class(installed_plugin(name))
+    except Exception:  # a plugin that fails to load is reported through its "error" field already
         return None
-    return dict(defaults) if isinstance(defaults, dict | Mapping) else None
+    return describe_settings(cls) if cls is not None else None
 
 
 @cli.command("plugins")
@@ -71,7 +72,7 @@ def plugins_cmd(as_json: bool) -> None:
                 "module": p.module,
                 "hooks": list(p.hooks),
                 "error": p.error,
-                "settings": plugin_defaults(p.module),
+                "settings": plugin_settings(p.name),
             }
             for p in infos
         ]
@@ -192,6 +193,7 @@ def play_cmd(
     if config_path is None and "arena" not in data:
         raise ArenaError("name an arena (arena play ARENA --seat ...) or give --config FILE; see `arena arenas`")
     config = load_config(PlayConfig, config_path, overrides=overrides, data=data)
+    check_plugin_options([("options.", config.plugins, config.options)], str(config_path or "<command line>"))
     catalog.arenas().get(config.arena)
     result = run_play(config, dump=dump)
     if as_json:

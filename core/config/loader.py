@@ -69,7 +69,12 @@ def load_config(
         raw = _deep_merge(raw, dict(data))
     for override in overrides:
         raw = apply_override(raw, override, source)
-    return _build(cls, raw, source, prefix="")
+    config = build(cls, raw, source, prefix="")
+    # A config class may check what one field alone cannot (plugin settings against the plugins' declarations).
+    after_load = getattr(config, "after_load", None)
+    if callable(after_load):
+        after_load(source)
+    return config
 
 
 def apply_override(raw: dict[str, Any], override: str, source: str = "<config>") -> dict[str, Any]:
@@ -122,7 +127,9 @@ def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _build(cls: type[T], raw: Any, source: str, prefix: str) -> T:
+def build(cls: type[T], raw: Any, source: str, prefix: str) -> T:
+    """``cls`` from the mapping ``raw``: unknown keys, wrong types and refused values are one-line ConfigErrors
+    naming ``source`` and the key (``prefix`` + field)."""
     where = prefix.rstrip(".") or "the top level"
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: {where} expects a mapping, got {_describe(raw)}")
@@ -153,7 +160,7 @@ def _convert(tp: Any, value: Any, source: str, key: str) -> Any:
     if tp is Any:
         return value
     if attrs.has(tp):
-        return _build(tp, value if value is not None else {}, source, key + ".")
+        return build(tp, value if value is not None else {}, source, key + ".")
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None

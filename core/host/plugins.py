@@ -285,3 +285,18 @@ class PluginSet:
 
 def _is_wrapper(impl: Any) -> bool:
     return bool(getattr(impl, "wrapper", False) or getattr(impl, "hookwrapper", False))
+
+
+def check_plugin_options(sections: Sequence[tuple[str, Sequence[str], Mapping[str, Any]]], source: str) -> None:
+    """For each (key prefix, enabled plugins, options): build the options of every installed plugin that declares
+    ``Settings``; a plugin that is not installed fails later, where the learner is set up, with its own message."""
+    from arena.core.config.plugin_settings import check_learner_options
+
+    for prefix, plugins, options in sections:
+        objects: dict[str, object] = {}
+        for name in plugins:
+            try:
+                objects[name] = installed_plugin(name)
+            except (PluginError, UnknownNameError):
+                continue
+        check_learner_options(objects, plugins, options, source, prefix)

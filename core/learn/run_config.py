@@ -129,6 +129,15 @@ class TrainConfig:
         factory=lambda: ["tensorboard"], converter=normalize_report_to
     )
 
+    def after_load(self, source: str) -> None:
+        """Every learner's ``options.NAME`` against plugin NAME's ``Settings`` (called by ``load_config``)."""
+        from arena.core.host.plugins import check_plugin_options
+
+        check_plugin_options(
+            [(f"learners.{i}.options.", learner.plugins, learner.options) for i, learner in enumerate(self.learners)],
+            source,
+        )
+
     def __attrs_post_init__(self) -> None:
         from arena.core.learn.unseen import check_unseen  # unseen opponents stay out of the training pool
 
