@@ -11,16 +11,21 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib.metadata as md
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 import pluggy
+import structlog
 
 from arena.core.api import hookspecs
 from arena.core.api.errors import PluginError, UnknownNameError
 from arena.core.api.markers import PROJECT_NAME
 from arena.core.api.state import StatefulPlugin
+
+log = structlog.get_logger(__name__)
 
 ENTRY_POINT_GROUP = "arena"
 REGISTRATION_HOOKS = frozenset(
@@ -77,6 +82,13 @@ def validate_plugin(name: str, obj: object) -> None:
     except pluggy.PluginValidationError as exc:
         raise PluginError(f"plugin {name!r}: {_clean(exc)}") from None
     known = set(spec_names())
+    for hook in unmarked_hooks(obj):
+        log.warning(
+            f"plugin {name!r} defines {hook!r} without @hookimpl, so it is never called; mark it with "
+            "`@hookimpl` (from arena.core)",
+            plugin=name,
+            hook=hook,
+        )
     for hook in implemented_hooks(obj):
         if hook not in known:
             close = difflib.get_close_matches(hook, sorted(known), n=1)
@@ -226,13 +238,21 @@ class PluginSet:
         """
         caller = getattr(self.pm.hook, hook)
         try:
-            return caller(**kwargs)
+            result = caller(**kwargs)
         except PluginError:
             raise
         except Exception as exc:
             name = self._culprit(caller, exc)
             where = f"plugin {name!r}" if name else "a plugin"
             raise PluginError(f"{where} failed in hook {hook!r}: {type(exc).__name__}: {exc}") from exc
+        firstresult = bool(caller.spec is not None and caller.spec.opts.get("firstresult"))
+        for value in ([result] if firstresult else result) if result is not None else ():
+            problem = result_problem(hook, value)
+            if problem is not None:
+                owners = [n for n in self.implements(hook) if n]
+                who = f"plugin {owners[0]!r}" if len(owners) == 1 else f"one of the plugins {', '.join(owners)}"
+                raise PluginError(f"{who} returned {problem} from hook {hook!r}")
+        return result
 
     def first(self, hook: str, **kwargs: Any) -> Any:
         """Call a ``firstresult`` hook; None when no enabled plugin implements it."""
@@ -300,3 +320,68 @@ def check_plugin_options(sections: Sequence[tuple[str, Sequence[str], Mapping[st
             except (PluginError, UnknownNameError):
                 continue
         check_learner_options(objects, plugins, options, source, prefix)
+
+
+# -- what hooks return ---------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _expected(hook: str) -> tuple[type, type | None] | None:
+    """(outer type, item type) a hook's non-None result must have, read off its spec's return annotation:
+    ``ActionPlan | None`` -> (ActionPlan, None); ``list[MemoryItem] | None`` -> (list, MemoryItem). None when the
+    annotation names no record (``Any``, ``None``, ``list[float]``)."""
+    spec = getattr(hookspecs, hook, None)
+    if spec is None:
+        return None
+    try:
+        hint = typing.get_type_hints(spec).get("return")
+    except Exception:  # an annotation that does not resolve checks nothing
+        return None
+    options = (
+        [a for a in typing.get_args(hint)] if typing.get_origin(hint) in (typing.Union, types.UnionType) else [hint]
+    )
+    options = [a for a in options if a is not type(None)]
+    if len(options) != 1:
+        return None
+    tp = options[0]
+    origin = typing.get_origin(tp)
+    # Only records and lists of records are checked: numbers may come as numpy scalars, sequences as arrays.
+    if origin is list:
+        (item,) = typing.get_args(tp) or (Any,)
+        return (list, item) if isinstance(item, type) and attrs.has(item) else None
+    return (tp, None) if isinstance(tp, type) and attrs.has(tp) else None
+
+
+def result_problem(hook: str, value: Any) -> str | None:
+    """Why ``value`` is not what ``hook`` returns (``"a str where ActionPlan is expected"``), or None."""
+    expected = _expected(hook)
+    if expected is None:
+        return None
+    outer, item = expected
+    if not isinstance(value, outer):
+        return f"{_a(type(value).__name__)} where {outer.__name__} is expected"
+    if item is not None:
+        for element in value:
+            if not isinstance(element, item):
+                return f"a list holding {_a(type(element).__name__)} where list[{item.__name__}] is expected"
+    return None
+
+
+def _a(word: str) -> str:
+    return f"an {word}" if word[:1].lower() in "aeiou" else f"a {word}"
+
+
+def unmarked_hooks(obj: object) -> list[str]:
+    """Functions of ``obj`` named like a hook but without ``@hookimpl``: pluggy would silently never call them."""
+    marked = set(implemented_hooks(obj))
+    out = []
+    for name in spec_names():
+        if name in marked:
+            continue
+        try:
+            attr = getattr(obj, name, None)
+        except Exception:
+            continue
+        if callable(attr):
+            out.append(name)
+    return out

@@ -129,29 +129,33 @@ class Say:
         self.word = word
 
     @hookimpl
-    def retrieve_memory(self, turn: Any) -> list[str]:
-        return [self.word]
+    def retrieve_memory(self, turn: Any) -> list[MemoryItem]:
+        return [MemoryItem(text=self.word, section="words")]
 
 
 class SayFirst(Say):
     @hookimpl(tryfirst=True)
-    def retrieve_memory(self, turn: Any) -> list[str]:
-        return [self.word]
+    def retrieve_memory(self, turn: Any) -> list[MemoryItem]:
+        return [MemoryItem(text=self.word, section="words")]
 
 
 class SayLast(Say):
     @hookimpl(trylast=True)
-    def retrieve_memory(self, turn: Any) -> list[str]:
-        return [self.word]
+    def retrieve_memory(self, turn: Any) -> list[MemoryItem]:
+        return [MemoryItem(text=self.word, section="words")]
+
+
+def words(results: list[list[MemoryItem]]) -> list[list[str]]:
+    return [[item.text for item in items] for items in results]
 
 
 def test_config_order_then_tryfirst_and_trylast() -> None:
     from arena.core import PluginSet
 
     plain = PluginSet(["a", "b", "c"], extra={"a": Say("a"), "b": Say("b"), "c": Say("c")})
-    assert plain.call("retrieve_memory", turn=None) == [["a"], ["b"], ["c"]]
+    assert words(plain.call("retrieve_memory", turn=None)) == [["a"], ["b"], ["c"]]
     moved = PluginSet(["a", "b", "c"], extra={"a": SayLast("a"), "b": Say("b"), "c": SayFirst("c")})
-    assert moved.call("retrieve_memory", turn=None) == [["c"], ["b"], ["a"]]
+    assert words(moved.call("retrieve_memory", turn=None)) == [["c"], ["b"], ["a"]]
 
 
 def test_a_failing_hook_names_its_plugin_even_under_a_wrapper() -> None:
@@ -169,3 +173,44 @@ def test_a_failing_hook_names_its_plugin_even_under_a_wrapper() -> None:
         assert str(exc) == "plugin 'broken' failed in hook 'pre_action': ZeroDivisionError: boom"
     else:
         raise AssertionError("no PluginError")
+
+
+def test_a_hook_returning_the_wrong_type_is_named_where_it_happens() -> None:
+    from arena.core import PluginError, PluginSet
+
+    class Confused:
+        @hookimpl
+        def pre_action(self, turn: Any) -> str:
+            return "play rock"
+
+        @hookimpl
+        def retrieve_memory(self, turn: Any) -> Any:
+            return MemoryItem(section="Notes", text="a single item, not a list")
+
+    plugins = PluginSet(["confused"], extra={"confused": Confused()})
+    try:
+        plugins.call("pre_action", turn=None)
+    except PluginError as exc:
+        assert str(exc) == "plugin 'confused' returned a str where ActionPlan is expected from hook 'pre_action'"
+    else:
+        raise AssertionError("no PluginError")
+    try:
+        plugins.call("retrieve_memory", turn=None)
+    except PluginError as exc:
+        assert "plugin 'confused' returned a MemoryItem where list is expected from hook 'retrieve_memory'" in str(exc)
+    else:
+        raise AssertionError("no PluginError")
+
+
+def test_a_function_named_like_a_hook_without_the_marker_is_reported() -> None:
+    from arena.core.host.plugins import unmarked_hooks
+
+    class Forgetful:
+        def pre_action(self, turn: Any) -> None:  # no @hookimpl: pluggy never calls it
+            return None
+
+        @hookimpl
+        def trial_start(self, trial: Any) -> None:
+            return None
+
+    assert unmarked_hooks(Forgetful()) == ["pre_action"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from arena.core import hookimpl
+from arena.core import MemoryItem, hookimpl
 from arena.core.api.errors import PluginError, UnknownNameError
 from arena.core.host.plugins import PluginSet, installed_plugins, spec_names
 
@@ -103,11 +103,11 @@ def test_results_come_back_in_config_order() -> None:
             self.word = word
 
         @hookimpl
-        def retrieve_memory(self, turn: Any) -> list[str]:
-            return [self.word]
+        def retrieve_memory(self, turn: Any) -> list[MemoryItem]:
+            return [MemoryItem(text=self.word, section="words")]
 
     plugins = PluginSet(["z", "a"], extra={"a": Say("a"), "z": Say("z")})
-    assert plugins.call("retrieve_memory", turn=None) == [["z"], ["a"]]
+    assert [[m.text for m in items] for items in plugins.call("retrieve_memory", turn=None)] == [["z"], ["a"]]
 
 
 def test_a_plugin_class_gets_one_instance_per_set_and_its_state_is_declared() -> None:
