@@ -72,6 +72,7 @@ def plugins_cmd(as_json: bool) -> None:
                 "module": p.module,
                 "hooks": list(p.hooks),
                 "error": p.error,
+                "unmarked_hooks": list(p.unmarked),
                 "settings": plugin_settings(p.name),
             }
             for p in infos
@@ -82,6 +83,11 @@ def plugins_cmd(as_json: bool) -> None:
         (p.name, p.distribution, p.version, ", ".join(p.hooks) if not p.error else f"ERROR: {p.error}") for p in infos
     ]
     _print_rows(rows, ("name", "distribution", "version", "hooks"))
+    for p in infos:
+        for hook in p.unmarked:
+            click.echo(
+                f"warning: plugin {p.name!r} defines {hook!r} without @hookimpl, so it is never called", err=True
+            )
 
 
 @cli.command("arenas")

@@ -79,8 +79,7 @@ class ArenaInfo:
 
 def make_arena(arena_id: str, **kwargs: Any) -> Any:
     """A fresh PettingZoo env (AEC or Parallel) for ``arena_id``; unknown ids raise ``UnknownNameError``."""
-    entry = arenas().get(arena_id)
-    return entry.factory(**kwargs)
+    return arenas().get(arena_id).create("arena", **kwargs)
 
 
 def api_kind(env: Any) -> str:
@@ -91,7 +90,7 @@ def api_kind(env: Any) -> str:
 
 def describe(arena_id: str) -> ArenaInfo:
     entry = arenas().get(arena_id)
-    env = entry.factory()
+    env = entry.create("arena")
     try:
         return ArenaInfo(
             arena_id=arena_id,

@@ -43,6 +43,8 @@ class PluginInfo:
     module: str
     hooks: tuple[str, ...]
     error: str | None = None
+    #: Functions named like a hook but without ``@hookimpl`` (never called).
+    unmarked: tuple[str, ...] = ()
 
 
 @attrs.frozen(eq=False)
@@ -82,13 +84,6 @@ def validate_plugin(name: str, obj: object) -> None:
     except pluggy.PluginValidationError as exc:
         raise PluginError(f"plugin {name!r}: {_clean(exc)}") from None
     known = set(spec_names())
-    for hook in unmarked_hooks(obj):
-        log.warning(
-            f"plugin {name!r} defines {hook!r} without @hookimpl, so it is never called; mark it with "
-            "`@hookimpl` (from arena.core)",
-            plugin=name,
-            hook=hook,
-        )
     for hook in implemented_hooks(obj):
         if hook not in known:
             close = difflib.get_close_matches(hook, sorted(known), n=1)
@@ -116,7 +111,8 @@ def _load_installed() -> tuple[_Loaded, ...]:
             instance = plugin_instance(obj)
             validate_plugin(ep.name, instance)
             hooks = implemented_hooks(instance)
-            loaded.append(_Loaded(PluginInfo(ep.name, dist, version, ep.value, hooks), obj))
+            unmarked = tuple(unmarked_hooks(instance))
+            loaded.append(_Loaded(PluginInfo(ep.name, dist, version, ep.value, hooks, unmarked=unmarked), obj))
         except PluginError as exc:
             loaded.append(_Loaded(PluginInfo(ep.name, dist, version, ep.value, (), str(exc)), None))
         except Exception as exc:  # an import error in someone's plugin must not take the CLI down
@@ -206,6 +202,13 @@ class PluginSet:
                     available = [e.info.name for e in _load_installed()] + list(extra)
                     raise UnknownNameError("plugin", name, available) from None
             self._objects[name] = obj
+            for hook in unmarked_hooks(obj):
+                log.warning(
+                    f"plugin {name!r} defines {hook!r} without @hookimpl, so it is never called; mark it with "
+                    "`@hookimpl` (from arena.core)",
+                    plugin=name,
+                    hook=hook,
+                )
         for name in reversed(self.names):
             self.pm.register(self._objects[name], name=name)
         self._check_firstresult_conflicts()

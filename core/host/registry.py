@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from arena.core.api.errors import PluginError, UnknownNameError
+from arena.core.api.errors import ArenaError, PluginError, UnknownNameError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,6 +24,18 @@ class Entry(Generic[F]):
     factory: F
     plugin: str
     meta: dict[str, Any] = attrs.field(factory=dict)
+
+    def create(self, kind: str, **kwargs: Any) -> Any:
+        """``factory(**kwargs)``; an exception that is not already a user error becomes a ``PluginError`` naming the
+        plugin that registered the factory (a broken third-party arena says whose it is, in one line)."""
+        try:
+            return self.factory(**kwargs)
+        except ArenaError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"{kind} {self.name!r} (plugin {self.plugin!r}) failed to build: {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 class Registry(Generic[F]):

@@ -52,7 +52,7 @@ def check_opponent(seat: SeatSpec, arena_id: str) -> None:
 
 def make_opponent(seat: SeatSpec, arena_id: str, seed: int) -> Any:
     check_opponent(seat, arena_id)
-    return catalog.opponents().get(seat.name).factory(arena_id=arena_id, arg=seat.arg, seed=seed)
+    return catalog.opponents().get(seat.name).create("opponent", arena_id=arena_id, arg=seat.arg, seed=seed)
 
 
 class BackendPool:
@@ -70,8 +70,8 @@ class BackendPool:
         backend_name, model = self.resolve(seat)
         key = (backend_name, model)
         if key not in self._backends:
-            factory = catalog.backends().get(backend_name).factory
-            self._backends[key] = factory(model=model, **self.options.get(backend_name, {}))
+            entry = catalog.backends().get(backend_name)
+            self._backends[key] = entry.create("backend", model=model, **self.options.get(backend_name, {}))
         return self._backends[key]
 
     @staticmethod

@@ -138,3 +138,15 @@ def test_a_plugin_class_gets_one_instance_per_set_and_its_state_is_declared() ->
     stateless = PluginSet(["say"], extra={"say": type("S", (), {})()})
     with pytest.raises(PluginError, match="saved state but no load_state_dict"):
         stateless.load_state_dict({"say": {}})
+
+
+def test_a_broken_factory_names_its_plugin() -> None:
+    from arena.core.host.registry import Registry
+
+    registry: Registry[Any] = Registry("arena")
+    registry.registrar("third-party")("guess", lambda **kw: 1 / 0)
+    with pytest.raises(PluginError) as info:
+        registry.get("guess").create("arena")
+    assert (
+        str(info.value) == "arena 'guess' (plugin 'third-party') failed to build: ZeroDivisionError: division by zero"
+    )
