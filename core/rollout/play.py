@@ -90,8 +90,16 @@ def by_episode(trials: Sequence[TrialRecord], agent: str) -> list[dict[str, floa
     return rows
 
 
+def _messages(messages: Any) -> list[dict[str, str]] | None:
+    return [{"role": m.role, "content": m.content} for m in messages] if messages else None
+
+
 def trial_to_json(trial: TrialRecord) -> dict[str, Any]:
-    """A compact, human-readable dump of one trial (``arena play --dump``)."""
+    """One trial as a JSON line of ``arena play --dump`` (the format is in docs/training.md, "Dump files").
+
+    Every LLM turn carries the chat ``prompt`` it was sent (memories, reflections and plugin instructions
+    included: what the model saw), every reflection its prompt too; other seats' steps have ``prompt: null``.
+    """
     return {
         "trial_id": trial.spec.trial_id,
         "arena": trial.spec.arena_id,
@@ -114,6 +122,7 @@ def trial_to_json(trial: TrialRecord) -> dict[str, Any]:
                         "invalid": s.invalid,
                         "error": s.error,
                         "attempts": s.attempts,
+                        "prompt": _messages(s.prompt),
                     }
                     for s in e.steps
                 ],
@@ -121,7 +130,14 @@ def trial_to_json(trial: TrialRecord) -> dict[str, Any]:
             for e in trial.episodes
         ],
         "reflections": [
-            {"name": r.name, "episode": r.episode, "agent": r.agent, "content": r.content} for r in trial.reflections
+            {
+                "name": r.name,
+                "episode": r.episode,
+                "agent": r.agent,
+                "content": r.content,
+                "prompt": _messages(r.prompt),
+            }
+            for r in trial.reflections
         ],
     }
 

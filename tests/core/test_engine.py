@@ -175,3 +175,17 @@ def test_random_fallback_moves_differ_between_episodes() -> None:
         return [s.move for s in episode.steps if s.agent == "player_0"]
 
     assert any(fallback_moves(t.episodes[0]) != fallback_moves(t.episodes[1]) for t in records)
+
+
+def test_play_dump_carries_each_llm_prompt() -> None:
+    from arena.core.rollout.play import trial_to_json
+
+    from .helpers import play, specs
+
+    (trial,), _, _ = play(specs(1, arena="kuhn_poker", seats=("model:scripted", "conservative"), episodes=2))
+    dumped = trial_to_json(trial)
+    steps = [s for e in dumped["episodes"] for s in e["steps"]]
+    llm = [s for s in steps if s["agent"] == "player_0"]
+    assert llm and all(s["prompt"] and s["prompt"][-1]["role"] == "user" for s in llm)
+    assert all(s["prompt"] is None for s in steps if s["agent"] == "player_1")
+    assert "episode 2 of 2" in [s for s in dumped["episodes"][1]["steps"] if s["prompt"]][0]["prompt"][-1]["content"]
