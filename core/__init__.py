@@ -79,6 +79,7 @@ if TYPE_CHECKING:
         text_sample,
         train_batches,
     )
+    from arena.core.learn.trainer import LossFn, LossInputs, register_loss
     from arena.core.models.embeddings import sentence_embedder
     from arena.core.rollout.arena_state import ArenaSnapshot, restore, snapshot
     from arena.core.rollout.engine import RolloutEngine, episode_outcomes
@@ -153,6 +154,9 @@ _EXPORTS: dict[str, str] = {
     "save_model": "arena.core.learn.sft",
     "text_sample": "arena.core.learn.sft",
     "train_batches": "arena.core.learn.sft",
+    "LossFn": "arena.core.learn.trainer",
+    "LossInputs": "arena.core.learn.trainer",
+    "register_loss": "arena.core.learn.trainer",
     "evaluate_tasks": "arena.core.eval.passk",
     "sentence_embedder": "arena.core.models.embeddings",
     "ArenaSnapshot": "arena.core.rollout.arena_state",
@@ -186,6 +190,8 @@ __all__ = [
     "GroupTask",
     "Guide",
     "InvalidActionConfig",
+    "LossFn",
+    "LossInputs",
     "LossKind",
     "MemoryItem",
     "Move",
@@ -238,6 +244,7 @@ __all__ = [
     "parse_action",
     "parse_seat",
     "read_settings",
+    "register_loss",
     "reject_guided",
     "restore",
     "run_sft",

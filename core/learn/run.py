@@ -55,9 +55,9 @@ from arena.core.learn import dynamic_sampling as ds
 from arena.core.learn import rundir
 from arena.core.learn.distributed import Dist, in_order
 from arena.core.learn.experience import trial_samples
+from arena.core.learn.metrics import IterationLine, LearnerTally, Recorder, generated_tokens, sample_to_json
 from arena.core.learn.rescoring import score_answer
 from arena.core.learn.run_config import LearnerConfig, TrainConfig
-from arena.core.learn.trackers import open_trackers
 from arena.core.learn.trainer import Trainer
 from arena.core.models.held import save_held
 from arena.core.rollout.engine import RolloutEngine
@@ -158,37 +158,6 @@ def _score(task: GroupTask, request: GenerationRequest, completion: Completion) 
         details=verdict.details,
         feedback=verdict.feedback,
     )
-
-
-def _abs_advantage(sample: Sample) -> float:
-    value = sample.advantage
-    return abs(value) if isinstance(value, int | float) else abs(sum(value))
-
-
-def sample_to_json(sample: Sample) -> dict[str, Any]:
-    return {
-        "kind": sample.kind,
-        "context_text": sample.context_text,
-        "rollout_context_text": sample.rollout_context_text
-        if sample.rollout_context_text is not None
-        else sample.context_text,
-        "completion_text": sample.completion_text,
-        "token_temperatures": list(sample.temperatures),
-        "behaviour_logprobs": list(sample.behaviour_logprobs),
-        "reward_terms": sample.reward_terms,
-        "return": sample.ret,
-        "advantage": sample.advantage,
-        "group_id": sample.group_id,
-        "anchor": sample.anchor,
-        "opponent": sample.opponent,
-        "episode": sample.episode,
-        "turn": sample.turn,
-        "loss": sample.loss,
-        "trial_id": sample.trial_id,
-        "plans": sample.meta.get("plans", {}),
-        "injected": sample.meta.get("injected"),
-        "shaped_gamma": sample.meta.get("shaped_gamma"),
-    }
 
 
 class Learner:
@@ -305,6 +274,26 @@ class Learner:
         self.plugins.load_state_dict(states)
 
 
+@attrs.define
+class LearnerBatch:
+    """One learner's experience of one iteration on this process, as ``Run.step``'s phases pass it on.
+
+    ``trials`` are this process's (their samples train here; after DAPO's resampling, those of the kept
+    groups), ``everything`` every process's in matchup order (the population and the outcome metrics see
+    them), ``samples`` what the last phase made of them, ``tally`` what the phases cost and produced.
+    """
+
+    learner: Learner
+    trials: list[TrialRecord]
+    everything: list[TrialRecord]
+    samples: list[Sample] = attrs.field(factory=list)
+    tally: LearnerTally = attrs.field(factory=LearnerTally)
+
+    def has_work(self, dist: Dist) -> bool:
+        """Whether augment and credit run: a process may hold no group when ``groups`` < processes."""
+        return bool(self.samples) or dist.world == 1
+
+
 class Run:
     """One training run in ``out_dir``: the population's learners, its opponent pool and ratings.
 
@@ -352,12 +341,11 @@ class Run:
             task_pool=config.task_pool,
         )
         self.iteration = 0
-        self.writer: Any = None
+        #: metrics.jsonl, the trackers and the rollout dumps (the main process writes them).
+        self.recorder = Recorder(self.out_dir, self.dist)
         #: Per learner, the distinct (task, outcome) pairs its training rollouts reached so far: SGE's Figure-11
         #: exploration measure, from the arena's ``episode_details`` (``task_id``, ``outcome_key``).
         self.outcomes_seen: dict[str, set[tuple[str, str]]] = {learner.name: set() for learner in self.learners}
-        #: Per learner, the ``augment/...`` metrics of the current iteration (HeRL, GOLF).
-        self.augment_metrics: dict[str, dict[str, float]] = {}
 
     @property
     def learner(self) -> Learner:
@@ -383,17 +371,9 @@ class Run:
         }
         with open(self.out_dir / "plugins.json", "w") as f:
             json.dump({"enabled": enabled, "installed": plugins}, f, indent=2)
-        if self.dist.is_main:  # config.report_to's trackers (core/learn/trackers.py): tensorboard by default
-            self.writer = open_trackers(self.config.report_to, self.out_dir, to_dict(self.config))
+        # config.report_to's trackers (core/learn/trackers.py): tensorboard by default
+        self.recorder.open(self.config.report_to, to_dict(self.config))
         self.dist.barrier()
-
-    def write_metrics(self, metrics: Mapping[str, Any]) -> None:
-        if not self.dist.is_main:
-            return
-        with open(self.out_dir / "metrics.jsonl", "a") as f:
-            f.write(json.dumps(metrics, sort_keys=True) + "\n")
-        if self.writer is not None:
-            self.writer.log(metrics)
 
     def write_population(self) -> None:
         """``population.json``: members, sampling weights and ratings now (the checkpoint has the full state)."""
@@ -638,11 +618,9 @@ class Run:
         return everything, kept_trials, [s for s in samples if s.group_id in kept], {**extra, **summary.metrics()}
 
     def credit(self, learner: Learner, trials: Sequence[TrialRecord], samples: list[Sample]) -> list[Sample]:
-        """Returns, advantages, normalisation, training view of rewarded samples (``rewarded``)."""
+        """Returns, advantages, normalisation, training view of rewarded (and augmented) samples."""
         plugins = learner.plugins
         options = learner.config.options
-        if plugins.implements("augment_group"):
-            samples = self.augment(learner, trials, samples)
         returns = plugins.first("compute_returns", samples=samples, options=options)
         if returns is None:
             returns = [s.reward for s in samples]
@@ -661,10 +639,13 @@ class Run:
             out.append(view if view is not None else sample)
         return out
 
-    def augment(self, learner: Learner, trials: Sequence[TrialRecord], samples: list[Sample]) -> list[Sample]:
+    def augment(
+        self, learner: Learner, trials: Sequence[TrialRecord], samples: list[Sample]
+    ) -> tuple[list[Sample], dict[str, float]]:
         """``augment_group`` for every single-answer group: plan, generate all requests in one batch, score, finish.
 
-        Metrics land in ``self.augment_metrics`` (``augment/...``), merged into the iteration's line by ``step``.
+        Returns the samples (the groups' slots replaced, the extra samples appended) and the ``augment/...``
+        metrics with their ``time/augment...`` timings.
         """
         t0 = time.perf_counter()
         specs = {t.spec.trial_id: t.spec for t in trials}
@@ -745,8 +726,7 @@ class Run:
                 "time/augment": time.perf_counter() - t0,
             }
         )
-        self.augment_metrics[learner.name] = metrics
-        return out
+        return out, metrics
 
     def count_outcomes(self, learner: Learner, trials: Sequence[TrialRecord]) -> dict[str, float]:
         """Distinct (task, outcome) pairs reached, this iteration and so far (arenas with ``episode_details``)."""
@@ -825,132 +805,130 @@ class Run:
         requests = learner.engine.stats.requests - requests_before
         return trials, everything, {"rollout_seconds": seconds, "requests": requests}
 
-    def _combine(
-        self, local: dict[str, Any], times: dict[str, float], counts: dict[str, float]
-    ) -> tuple[dict[str, Any], dict[str, float], dict[str, float]]:
-        """One learner's per-process numbers of an iteration, for the metrics line (several processes).
+    # The phases of ``step``, in its order. Each takes the learner's batch and moves it on; what a phase costs
+    # and produces goes to the batch's tally, and only ``IterationLine`` makes metrics out of it.
 
-        Sums: samples, rewards, |advantages|, LLM requests, generated tokens, the ``augment/`` counts, and
-        ``rollout_tokens_per_s`` (each process's generated tokens over its own rollout seconds: the processes
-        generate side by side). Maxima: every ``time/`` entry (the iteration waits for the slowest process).
-        """
-        parts = self.dist.gather((local, times, counts))
-        total = {name: sum(p[0][name] for p in parts) for name in local}
-        total["rollout_tokens_per_s"] = sum(
-            p[0]["generated"] / p[0]["rollout_seconds"] for p in parts if p[0]["rollout_seconds"]
-        )
-        slowest: dict[str, float] = {}
-        summed: dict[str, float] = {}
-        for _, part_times, part_counts in parts:
-            for name, value in part_times.items():
-                slowest[name] = max(slowest.get(name, value), value)
-            for name, value in part_counts.items():
-                summed[name] = summed.get(name, 0.0) + value
-        return total, slowest, summed
-
-    def step(self) -> dict[str, Any]:
-        it = self.iteration
-        metrics: dict[str, Any] = {"iteration": it}
-        times: dict[str, float] = {}
+    def matchups_by_learner(self) -> list[tuple[Learner, list[Matchup]]]:
+        """The iteration's matchups (the first learner whose plugins answer ``select_matchups``, else the
+        population's matchmaking), split by learner; a learner without a matchup sits the iteration out."""
         chosen = None
         for learner in self.learners:
-            chosen = learner.plugins.first("select_matchups", population=self.population, iteration=it)
+            chosen = learner.plugins.first("select_matchups", population=self.population, iteration=self.iteration)
             if chosen is not None:
                 break
         if chosen is None:
-            chosen = self.population.matchups(it, self.config.groups, self.config.learner_seat)
-        dumped: list[dict[str, Any]] = []
-        for learner in self.learners:
-            mine = [m for m in chosen if m.learner == learner.name]
-            if not mine:
-                continue
-            key = functools.partial(self._key, learner)
-            trials, everything, played = self.play(learner, mine)
-            samples = self.experience(learner, trials)
-            generated = sum(len(s.completion_ids) for s in samples)
-            t1 = time.perf_counter()
-            samples = self.rewarded(learner, trials, samples)
-            credit_seconds = time.perf_counter() - t1
-            kept = trials
-            if self.config.dynamic_sampling.enabled:  # DAPO: replace the groups without a reward spread
-                everything, kept, samples, extra = self.resample(learner, trials, everything, samples)
-                played["rollout_seconds"] += extra.pop("rollout_seconds")
-                played["requests"] += int(extra.pop("requests"))
-                generated += int(extra.pop("generated"))
-                metrics.update({key(name): value for name, value in extra.items()})
-            local_times = {key("time/rollout"): played["rollout_seconds"]}
-            t1 = time.perf_counter()
-            if samples or self.dist.world == 1:  # a process may hold no group when groups < processes
-                samples = self.credit(learner, kept, samples)
-            local_times[key("time/credit")] = credit_seconds + time.perf_counter() - t1
-            augment = self.augment_metrics.pop(learner.name, {})
-            local_times.update({key(name): value for name, value in augment.items() if name.startswith("time/")})
-            counts = {key(name): value for name, value in augment.items() if not name.startswith("time/")}
-            t2 = time.perf_counter()
-            train_metrics = learner.trainer.update(samples)
-            local_times[key("time/update")] = time.perf_counter() - t2
-            if learner.needs_sync:
-                t_sync = time.perf_counter()
+            chosen = self.population.matchups(self.iteration, self.config.groups, self.config.learner_seat)
+        by_learner = [(learner, [m for m in chosen if m.learner == learner.name]) for learner in self.learners]
+        return [(learner, mine) for learner, mine in by_learner if mine]
+
+    def play_matchups(self, learner: Learner, matchups: Sequence[Matchup]) -> LearnerBatch:
+        """Play: this process's share of the groups (``play``); the batch starts from its trials."""
+        trials, everything, played = self.play(learner, matchups)
+        batch = LearnerBatch(learner, trials, everything)
+        batch.tally.played(played)
+        return batch
+
+    def collect_experience(self, batch: LearnerBatch) -> None:
+        """Experience: the learner's turns of this process's trials as samples."""
+        batch.samples = self.experience(batch.learner, batch.trials)
+        batch.tally.generated += generated_tokens(batch.samples)
+
+    def add_rewards(self, batch: LearnerBatch) -> None:
+        """Rewards: the ``compute_rewards`` terms; with ``dynamic_sampling`` (DAPO) fresh groups are then played
+        until ``groups`` of them have a reward spread, and only those are kept (``resample``)."""
+        with batch.tally.timing("credit"):
+            batch.samples = self.rewarded(batch.learner, batch.trials, batch.samples)
+        if self.config.dynamic_sampling.enabled:
+            batch.everything, batch.trials, batch.samples, extra = self.resample(
+                batch.learner, batch.trials, batch.everything, batch.samples
+            )
+            batch.tally.resampled(extra)
+
+    def augment_groups(self, batch: LearnerBatch) -> None:
+        """Augment: ``augment_group`` plugins (HeRL, GOLF) revise groups and add samples (``augment``)."""
+        if not batch.has_work(self.dist) or not batch.learner.plugins.implements("augment_group"):
+            return
+        with batch.tally.timing("credit"):  # the credit phase's time has always included augmenting
+            batch.samples, batch.tally.augment = self.augment(batch.learner, batch.trials, batch.samples)
+
+    def assign_credit(self, batch: LearnerBatch) -> None:
+        """Credit: returns, advantages, their normalisation and the training view (``credit``)."""
+        with batch.tally.timing("credit"):  # timed even when skipped: every process has the entry
+            if batch.has_work(self.dist):
+                batch.samples = self.credit(batch.learner, batch.trials, batch.samples)
+
+    def update_policy(self, batch: LearnerBatch) -> dict[str, float]:
+        """Update: ``Trainer.update`` on the batch's samples (every process calls it, with or without samples),
+        then the new weights to a generation backend that keeps its own copy. Returns the trainer's metrics."""
+        learner = batch.learner
+        with batch.tally.timing("update"):
+            train = learner.trainer.update(batch.samples)
+        if learner.needs_sync:
+            with batch.tally.timing("weight_sync"):
                 learner.backend.sync_weights(learner.model.state_dict())
-                local_times[key("time/weight_sync")] = time.perf_counter() - t_sync
-            local = {
-                "samples": len(samples),
-                "reward": sum(s.reward for s in samples),
-                "advantage_abs": sum(_abs_advantage(s) for s in samples),
-                "requests": played["requests"],
-                "generated": generated,
-                "rollout_seconds": played["rollout_seconds"],
-            }
-            if self.dist.world == 1:  # exactly the one-process numbers (np.mean's summation order)
-                mean_reward = float(np.mean([s.reward for s in samples])) if samples else 0.0
-                mean_advantage = float(np.mean([_abs_advantage(s) for s in samples])) if samples else 0.0
-                rollout_tps = generated / played["rollout_seconds"] if played["rollout_seconds"] else 0.0
-            else:
-                local, local_times, counts = self._combine(local, local_times, counts)
-                mean_reward = local["reward"] / local["samples"] if local["samples"] else 0.0
-                mean_advantage = local["advantage_abs"] / local["samples"] if local["samples"] else 0.0
-                rollout_tps = local["rollout_tokens_per_s"]
-            times.update(local_times)
-            metrics.update(counts)
-            metrics.update(outcome_metrics(everything, learner.seat_spec, key("rollout")))
-            metrics.update(self.count_outcomes(learner, everything))
-            metrics[key("rollout/samples")] = local["samples"]
-            metrics[key("rollout/llm_requests")] = local["requests"]
-            metrics[key("rollout/mean_reward")] = mean_reward
-            metrics[key("rollout/mean_advantage_abs")] = mean_advantage
-            for name, value in train_metrics.items():
-                if name not in ("train/seconds", "train/tokens_per_s"):
-                    metrics[key(name)] = value
-            metrics[key("time/update_tokens_per_s")] = train_metrics.get("train/tokens_per_s", 0.0)
-            metrics[key("time/rollout_tokens_per_s")] = rollout_tps
-            if self.dump_rollouts:
-                rows = [{**sample_to_json(sample), "rank": self.dist.rank} for sample in samples]
-                dumped.extend(row for part in self.dist.gather(rows) for row in part)
-        if self.dump_rollouts and self.dist.is_main:
-            folder = self.out_dir / "rollouts"
-            folder.mkdir(exist_ok=True)
-            with open(folder / f"iter_{it:05d}.jsonl", "w") as f:
-                for row in dumped:
-                    f.write(json.dumps(row) + "\n")
-        if self.dist.world > 1:
-            metrics["processes"] = self.dist.world
-        self.iteration += 1
+        return train
+
+    def rollout_metrics(self, batch: LearnerBatch) -> dict[str, float]:
+        """Outcome metrics of every process's trials of the batch, and the distinct outcomes reached."""
+        key = functools.partial(self._key, batch.learner)
+        outcomes = outcome_metrics(batch.everything, batch.learner.seat_spec, key("rollout"))
+        return {**outcomes, **self.count_outcomes(batch.learner, batch.everything)}
+
+    def rollout_rows(self, batch: LearnerBatch) -> list[dict[str, Any]]:
+        """The batch's samples of every process as rows of the rollout dump (none unless ``dump_rollouts``)."""
+        if not self.dump_rollouts:
+            return []
+        rows = [{**sample_to_json(sample), "rank": self.dist.rank} for sample in batch.samples]
+        return [row for part in self.dist.gather(rows) for row in part]
+
+    def evolve(self) -> dict[str, Any]:
+        """Evolve: snapshots join the pool (``Population.evolve``), then the plugins' ``evolve_population``.
+        Returns the ratings and the pool's size for the metrics line."""
         added = self.population.evolve(self.iteration, self.snapshot)
         for learner in self.learners:
             learner.plugins.call("evolve_population", population=self.population, iteration=self.iteration)
         if added:
             log.info("population: snapshots joined the pool", members=[m.name for m in added])
+        metrics: dict[str, Any] = {}
         for row in self.population.ratings_table():
             metrics[f"rating/{row['name']}/elo"] = row["elo"]
             metrics[f"rating/{row['name']}/openskill"] = row["conservative"]
         metrics["population/members"] = len(self.population.pool.members)
+        return metrics
+
+    def evaluate_when_due(self, line: IterationLine) -> None:
+        """Evaluate on the fixed seeds every ``eval.every`` iterations and after the last one."""
         every = self.config.eval.every
         if (every and self.iteration % every == 0) or self.iteration == self.config.iterations:
-            t3 = time.perf_counter()
-            metrics.update(self.evaluate(f"it{self.iteration}"))
-            times["time/eval"] = time.perf_counter() - t3
-        metrics.update(times)
-        return metrics
+            with line.timing("time/eval"):
+                line.evaluation = self.evaluate(f"it{self.iteration}")
+
+    def step(self) -> dict[str, Any]:
+        """One iteration; returns its metrics line (``_run`` writes it).
+
+        Each learner in turn plays, and trains on what it played; then the rollout dump is written, the
+        population evolves and the evaluation runs when due. The phases run in this order whatever the plugins
+        do, so random numbers are drawn in one order and a run repeats bit for bit. With several processes every
+        process runs every phase (they gather inside), on its own share of the groups.
+        """
+        line = IterationLine(self.iteration, self.dist)
+        rollouts: list[dict[str, Any]] = []
+        for learner, matchups in self.matchups_by_learner():
+            batch = self.play_matchups(learner, matchups)
+            self.collect_experience(batch)
+            self.add_rewards(batch)
+            self.augment_groups(batch)
+            self.assign_credit(batch)
+            train = self.update_policy(batch)
+            key = functools.partial(self._key, learner)
+            line.add_learner(key, batch.tally, batch.samples, self.rollout_metrics(batch), train)
+            rollouts.extend(self.rollout_rows(batch))
+        if self.dump_rollouts:  # before the population changes, as the iteration's record of what it played
+            self.recorder.rollouts(self.iteration, rollouts)
+        self.iteration += 1  # snapshots and evaluation are named after the iterations done
+        line.population = self.evolve()
+        self.evaluate_when_due(line)
+        return line.finish()
 
     def check_processes(self) -> None:
         """Several processes: every rank must hold the same weights; ``processes.json`` records their digests.
@@ -1015,7 +993,7 @@ class Run:
             self.resume()
         if self.iteration == 0:
             start = self.evaluate("it0")
-            self.write_metrics({"iteration": -1, **start})
+            self.recorder.metrics({"iteration": -1, **start})
         bar = tqdm(
             total=self.config.iterations,
             initial=self.iteration,
@@ -1026,7 +1004,7 @@ class Run:
         try:
             while self.iteration < self.config.iterations:
                 metrics = self.step()
-                self.write_metrics(metrics)
+                self.recorder.metrics(metrics)
                 self.write_population()
                 if self.iteration % self.config.checkpoint.every == 0 or self.iteration == self.config.iterations:
                     t = time.perf_counter()
@@ -1050,8 +1028,7 @@ class Run:
                 self.check_processes()
         finally:
             bar.close()
-            if self.writer is not None:
-                self.writer.close()
+            self.recorder.close()
         return self.out_dir
 
 

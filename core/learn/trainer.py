@@ -2,12 +2,14 @@
 
 One call of ``Trainer.update(samples)`` is one batch of experience: ``epochs`` passes, each split into
 ``minibatches`` optimizer steps; every minibatch is cut into micro-batches of at most ``micro_batch_tokens``
-tokens whose gradients accumulate. Each sample's loss follows its ``Sample.loss``:
+tokens whose gradients accumulate. Each sample's loss follows its ``Sample.loss``, a kind in the registry
+``LOSSES`` (a plugin adds one with :func:`register_loss`):
 
 * ``ppo``: PPO-clip against the behaviour log-probs (clip low/high, optional dual clip);
 * ``shaped_ratio`` / ``shaped_prob``: the shaped off-policy loss −A·f with f = r/(r+γ) or π/(π+γ) (HeRL, GOLF);
 * ``sft``: negative log-likelihood (SAFARI, warm starts);
-* ``dpo_chosen`` / ``dpo_rejected``: DPO on pairs sharing ``meta["pair"]``, against the frozen reference.
+* ``dpo_chosen`` / ``dpo_rejected``: DPO on pairs sharing ``meta["pair"]``, against the frozen reference
+  (sequence-level, so not in the registry: the trainer pairs them itself).
 
 plus k3 KL to the frozen reference (``kl_coef``) and an entropy bonus (``entropy_coef``). Log-probs are
 recomputed with each token's sampling temperature. Aggregation weights are computed once per minibatch, so the
@@ -163,6 +165,80 @@ def token_weights(
         return [1.0 / (n_seq * max(1, n)) for n in lengths]
     norm = constant or shape.longest or 1
     return [1.0 / (n_seq * norm) for _ in lengths]
+
+
+@attrs.frozen
+class LossInputs:
+    """What a loss kind's function gets: one micro-batch as ``[B, T]`` tensors, right-padded (as in ``losses``).
+
+    ``logp``: log-probs of the sampled tokens under the trained policy, with their graph; ``old``: π_old (the
+    behaviour log-probs, or the recomputed ones of ``ppo`` samples under ``old_logprobs: recompute``);
+    ``behaviour``: the sampler's log-probs; ``adv``: each token's advantage (after ``shape_token_advantages``);
+    ``mask``: 1 on completion tokens; ``rows``: ``[B, 1]`` bool, the rows of this kind; ``batch``: the
+    micro-batch's samples (all kinds: row ``i`` is ``batch[i]``); ``config``: the trainer's ``LossConfig``.
+    """
+
+    logp: torch.Tensor
+    old: torch.Tensor
+    behaviour: torch.Tensor
+    adv: torch.Tensor
+    mask: torch.Tensor
+    rows: torch.Tensor
+    batch: Sequence[Sample]
+    config: LossConfig
+
+
+#: A loss kind: the per-token loss ``[B, T]`` to minimise, exact zeros where ``mask`` is 0, and statistics
+#: (``train/...`` names, averaged over the micro-batches into the metrics). It may compute every row: the trainer
+#: keeps this kind's rows (``rows``), weights the tokens by the aggregation, and adds KL, entropy and DPO.
+LossFn = Callable[[LossInputs], tuple[torch.Tensor, dict[str, float]]]
+
+
+def _ppo(x: LossInputs) -> tuple[torch.Tensor, dict[str, float]]:
+    cfg = x.config
+    loss, info = losses.ppo_clip(x.logp, x.old, x.adv, x.mask, cfg.clip_low, cfg.clip_high, cfg.dual_clip)
+    stats = {"train/clip_fraction": float(info.get("clip_fraction", 0.0))}
+    if cfg.old_logprobs == "recompute":
+        ppo_mask = x.mask * x.rows
+        stats["train/rollout_logprob_gap"] = float(losses.masked_mean((x.old - x.behaviour).abs(), ppo_mask))
+        if cfg.tis_cap is not None:
+            weight, capped = losses.truncated_is_weights(x.old, x.behaviour, cfg.tis_cap)
+            loss = loss * weight
+            stats["train/tis_weight"] = float(losses.masked_mean(weight, ppo_mask))
+            stats["train/tis_capped_fraction"] = float(losses.masked_mean(capped.float(), ppo_mask))
+    return loss, stats
+
+
+def _shaped_ratio(x: LossInputs) -> tuple[torch.Tensor, dict[str, float]]:
+    gamma = _sample_gammas(x.batch, x.config.shaped_ratio_gamma, x.logp.device)
+    return losses.shaped_off_policy(x.logp, x.old, x.adv, x.mask, gamma, "ratio")[0], {}
+
+
+def _shaped_prob(x: LossInputs) -> tuple[torch.Tensor, dict[str, float]]:
+    gamma = _sample_gammas(x.batch, x.config.shaped_prob_gamma, x.logp.device)
+    return losses.shaped_off_policy(x.logp, x.old, x.adv, x.mask, gamma, "prob")[0], {}
+
+
+def _sft(x: LossInputs) -> tuple[torch.Tensor, dict[str, float]]:
+    return x.config.sft_coef * losses.sft_nll(x.logp, x.mask), {}
+
+
+#: Token-level loss kinds by name (``Sample.loss``). Kinds starting with ``dpo`` are sequence-level and stay
+#: with the trainer (``Trainer._dpo``).
+LOSSES: dict[str, LossFn] = {"ppo": _ppo, "shaped_ratio": _shaped_ratio, "shaped_prob": _shaped_prob, "sft": _sft}
+
+
+def register_loss(kind: str, fn: LossFn, *, replace: bool = False) -> None:
+    """Add the token-level loss kind ``kind``: samples with ``loss=kind`` are trained with ``fn`` (``LossFn``).
+
+    A plugin calls this when it is imported (at its module's top level), so the kind exists before any
+    update. A kind that exists already is refused unless ``replace``; ``dpo...`` names are the trainer's own.
+    """
+    if not kind or kind.startswith("dpo"):
+        raise ArenaError(f"loss kind {kind!r}: names starting with 'dpo' are the trainer's sequence-level DPO")
+    if kind in LOSSES and not replace and LOSSES[kind] is not fn:
+        raise ArenaError(f"loss kind {kind!r} is registered already; pass replace=True to replace it")
+    LOSSES[kind] = fn
 
 
 class Trainer:
@@ -583,29 +659,15 @@ class Trainer:
         per_token = torch.zeros_like(logp)
         stats: dict[str, float] = {}
         kinds = [s.loss for s in batch]
-        for kind in sorted(set(kinds)):
-            rows = torch.tensor([k == kind for k in kinds], device=device).unsqueeze(1)
-            if kind == "ppo":
-                loss_k, info = losses.ppo_clip(logp, old, adv, mask, cfg.clip_low, cfg.clip_high, cfg.dual_clip)
-                stats["train/clip_fraction"] = float(info.get("clip_fraction", 0.0))
-                if cfg.old_logprobs == "recompute":
-                    ppo_mask = mask * rows
-                    stats["train/rollout_logprob_gap"] = float(losses.masked_mean((old - behaviour).abs(), ppo_mask))
-                    if cfg.tis_cap is not None:
-                        weight, capped = losses.truncated_is_weights(old, behaviour, cfg.tis_cap)
-                        loss_k = loss_k * weight
-                        stats["train/tis_weight"] = float(losses.masked_mean(weight, ppo_mask))
-                        stats["train/tis_capped_fraction"] = float(losses.masked_mean(capped.float(), ppo_mask))
-            elif kind == "shaped_ratio":
-                gamma = _sample_gammas(batch, cfg.shaped_ratio_gamma, device)
-                loss_k, _ = losses.shaped_off_policy(logp, old, adv, mask, gamma, "ratio")
-            elif kind == "shaped_prob":
-                gamma = _sample_gammas(batch, cfg.shaped_prob_gamma, device)
-                loss_k, _ = losses.shaped_off_policy(logp, old, adv, mask, gamma, "prob")
-            elif kind == "sft":
-                loss_k = cfg.sft_coef * losses.sft_nll(logp, mask)
-            else:
+        for kind in sorted(set(kinds)):  # sorted: a set's order follows the hash seed; the run must not
+            if kind.startswith("dpo"):
                 continue  # DPO is sequence-level, below
+            loss_fn = LOSSES.get(kind)
+            if loss_fn is None:
+                raise ArenaError(f"no loss for sample kind {kind!r}; known kinds: {', '.join(sorted(LOSSES))}")
+            rows = torch.tensor([k == kind for k in kinds], device=device).unsqueeze(1)
+            loss_k, kind_stats = loss_fn(LossInputs(logp, old, behaviour, adv, mask, rows, batch, cfg))
+            stats.update(kind_stats)
             per_token = torch.where(rows, loss_k, per_token)
         total = (per_token * w).sum()
         if cfg.kl_coef > 0 or any(k.startswith("dpo") for k in kinds):

@@ -287,3 +287,43 @@ def test_held_masks_travel_with_the_model_directory(toy, tmp_path) -> None:
     name = next(iter(masks))
     with pytest.raises(ArenaError, match="shape"):
         WeightHold(model, {name: torch.zeros(3, dtype=torch.bool)})
+
+
+def test_a_plugin_registered_loss_kind_is_used_by_the_trainer(toy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin adds a loss kind with ``register_loss`` (from ``arena.core``, as at a plugin module's top level);
+    the trainer gives it its samples' rows, keeps its statistics, and aggregates it with the built-in kinds."""
+    from arena.core import LossInputs, register_loss
+    from arena.core.api.errors import ArenaError
+    from arena.core.learn import losses
+    from arena.core.learn import trainer as trainer_module
+
+    monkeypatch.setattr(trainer_module, "LOSSES", dict(trainer_module.LOSSES))  # the registry as it was, after
+    calls: list[list[str]] = []
+
+    def double_sft(x: LossInputs) -> tuple[torch.Tensor, dict[str, float]]:
+        calls.append([s.loss for s, row in zip(x.batch, x.rows[:, 0].tolist(), strict=True) if row])
+        return 2.0 * losses.sft_nll(x.logp, x.mask), {"train/double_sft_rows": float(x.rows.sum())}
+
+    register_loss("double_sft", double_sft)
+    with pytest.raises(ArenaError, match="registered already"):
+        register_loss("double_sft", lambda x: double_sft(x))
+    with pytest.raises(ArenaError, match="dpo"):
+        register_loss("dpo_mine", double_sft)
+
+    _, make = toy
+    raw = sampled(toy, n=4)
+    batch = [attrs_evolve(s, loss="sft" if i < 2 else "double_sft") for i, s in enumerate(raw)]
+    model = make()
+    with torch.no_grad():
+        logp, _, mask = policy_logprobs(
+            model, [s.context_ids for s in batch], [s.completion_ids for s in batch], [s.temperatures for s in batch]
+        )
+    scale = torch.tensor([[1.0], [1.0], [2.0], [2.0]])
+    expected = float((-logp * mask * scale).sum() / mask.sum())  # token mean over both kinds' tokens
+    metrics = Trainer(model, OptimConfig(lr=1e-3), LossConfig()).update(batch)
+    assert calls == [["double_sft", "double_sft"]]
+    assert metrics["train/double_sft_rows"] == 2.0
+    assert metrics["train/loss"] == pytest.approx(expected, rel=1e-5)
+
+    with pytest.raises(ArenaError, match="no loss for sample kind 'unheard_of'"):
+        Trainer(make(), OptimConfig(lr=1e-3), LossConfig()).update([attrs_evolve(raw[0], loss="unheard_of")])
