@@ -90,6 +90,31 @@ def plugins_cmd(as_json: bool) -> None:
             )
 
 
+@cli.command("check-arena")
+@click.argument("arena_id")
+@click.option(
+    "--seat", "seats", multiple=True, help="Seat spec in seat order (default: model:scripted for every seat)."
+)
+@click.option("--episodes", default=5, show_default=True, help="Random episodes for the move checks.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def check_arena_cmd(arena_id: str, seats: tuple[str, ...], episodes: int, seed: int, as_json: bool) -> None:
+    """Check an arena before training on it: PettingZoo's api_test, the first prompt of each LLM seat, every legal
+    move's name through the parser, and names that shadow action ids or leak hidden information."""
+    from arena.core.rollout.check import check_arena
+
+    findings = check_arena(arena_id, seats, episodes=episodes, seed=seed)
+    if as_json:
+        click.echo(json.dumps([f.to_json() for f in findings], indent=2))
+    else:
+        for f in findings:
+            click.echo(f"[{'ok' if f.ok else 'LOOK'}] {f.check}: {f.summary}")
+            for line in f.details:
+                click.echo("    " + line.replace("\n", "\n    "))
+    if not all(f.ok for f in findings):
+        raise SystemExit(1)
+
+
 @cli.command("arenas")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def arenas_cmd(as_json: bool) -> None:

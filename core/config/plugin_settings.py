@@ -32,11 +32,12 @@ def read_settings(options: Mapping[str, Mapping[str, Any]] | None, name: str, cl
         key = json.dumps(dict(given), sort_keys=True)
     except (TypeError, ValueError):  # not JSON data: build it uncached
         return build(cls, dict(given), f"plugin {name!r}", f"options.{name}.")
-    return _cached(cls, name, key)  # type: ignore[return-value]
+    result: T = _cached(cls, name, key)
+    return result
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached(cls: type, name: str, key: str) -> Any:
+def _cached(cls: Any, name: str, key: str) -> Any:
     return build(cls, json.loads(key), f"plugin {name!r}", f"options.{name}.")
 
 

@@ -363,7 +363,7 @@ def result_problem(hook: str, value: Any) -> str | None:
     outer, item = expected
     if not isinstance(value, outer):
         return f"{_a(type(value).__name__)} where {outer.__name__} is expected"
-    if item is not None:
+    if item is not None and isinstance(value, list):
         for element in value:
             if not isinstance(element, item):
                 return f"a list holding {_a(type(element).__name__)} where list[{item.__name__}] is expected"

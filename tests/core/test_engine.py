@@ -188,4 +188,4 @@ def test_play_dump_carries_each_llm_prompt() -> None:
     llm = [s for s in steps if s["agent"] == "player_0"]
     assert llm and all(s["prompt"] and s["prompt"][-1]["role"] == "user" for s in llm)
     assert all(s["prompt"] is None for s in steps if s["agent"] == "player_1")
-    assert "episode 2 of 2" in [s for s in dumped["episodes"][1]["steps"] if s["prompt"]][0]["prompt"][-1]["content"]
+    assert "episode 2 of 2" in next(s for s in dumped["episodes"][1]["steps"] if s["prompt"])["prompt"][-1]["content"]
