@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from arena.core.api.errors import ConfigError
 from arena.core.api.settings import settings_class
@@ -32,7 +32,7 @@ def read_settings(options: Mapping[str, Mapping[str, Any]] | None, name: str, cl
         key = json.dumps(dict(given), sort_keys=True)
     except (TypeError, ValueError):  # not JSON data: build it uncached
         return build(cls, dict(given), f"plugin {name!r}", f"options.{name}.")
-    result: T = _cached(cls, name, key)
+    result: T = _cached(cast(Hashable, cls), name, key)
     return result
 
 
