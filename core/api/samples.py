@@ -18,7 +18,10 @@ import attrs
 
 from arena.core.api.backend import ChatMessage
 
-LossKind = Literal["ppo", "shaped_ratio", "shaped_prob", "sft", "dpo_chosen", "dpo_rejected"]
+#: A sample's loss: the built-in kinds below, or any kind a plugin adds with ``register_loss`` (arena.core), so a
+#: str rather than a closed Literal; the trainer refuses a kind nobody registered.
+LossKind = str
+BUILTIN_LOSS_KINDS = ("ppo", "shaped_ratio", "shaped_prob", "sft", "dpo_chosen", "dpo_rejected")
 
 
 @attrs.frozen
