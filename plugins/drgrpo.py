@@ -26,16 +26,21 @@ from collections.abc import Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
-from arena.core import Sample, hookimpl
+import attrs
+
+from arena.core import Sample, hookimpl, read_settings
 from arena.core import group_normalized as grpo_advantages
-from arena.plugins._options import read_options
 
 NAME = "drgrpo"
-DEFAULTS: Mapping[str, Any] = {}
 #: The loss aggregation Dr.GRPO's objective needs (a mode of ``arena.core.learn.losses.aggregate``).
 LOSS_AGGREGATION: Final = "seq_sum"
 #: Trainer settings this estimator expects; ``norm_constant`` of ``seq_sum`` is the max completion length.
 recommended_trainer_settings: Final[Mapping[str, Any]] = MappingProxyType({"loss_aggregation": LOSS_AGGREGATION})
+
+
+@attrs.frozen
+class Settings:
+    """drgrpo's settings: ``options.drgrpo`` of a learner. It has none; a key given there is an error."""
 
 
 def drgrpo_advantages(returns: Sequence[float], groups: Sequence[Hashable]) -> list[float]:
@@ -45,5 +50,5 @@ def drgrpo_advantages(returns: Sequence[float], groups: Sequence[Hashable]) -> l
 
 @hookimpl
 def compute_advantages(samples: list[Sample], options: Mapping[str, Mapping[str, Any]]) -> list[float]:
-    read_options(options, NAME, DEFAULTS)  # no settings; rejects misspelt ones
+    read_settings(options, NAME, Settings)  # no settings; rejects misspelt ones
     return drgrpo_advantages([s.ret for s in samples], [s.group_id for s in samples])

@@ -118,14 +118,13 @@ import json
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 import attrs
 import numpy as np
 
 from arena.core import (
     ChatMessage,
-    ConfigError,
     EpisodeRecord,
     MemoryItem,
     Reflection,
@@ -138,8 +137,9 @@ from arena.core import (
     Turn,
     derive_seed,
     hookimpl,
+    read_settings,
+    setting,
 )
-from arena.plugins._options import read_options
 
 NAME = "empo2"
 TIP_NAME = "tip"
@@ -148,58 +148,53 @@ NOVELTY_TERM = "novelty"
 MEMORY_SECTION = "Here are some memories you collected in your previous exploration:"
 TIP_INSTRUCTION = "Write one short tip for your next episode, one line inside <tip>...</tip>."
 MODES = ("plain", "memory_on", "memory_off")
-MEMORY_ENTRIES = ("step", "episode")
-NOVELTY_KINDS = ("states", "retrieval", "off")
 STATE_VERSION = 1
 #: Moves of the episode shown in the tip request (the most recent ones).
 TIP_PROMPT_MOVES = 20
 #: Trial modes remembered for ``training_view`` (trial id → mode), oldest forgotten first.
 MODE_HISTORY = 65536
 
-DEFAULTS: Mapping[str, Any] = {
-    "p": 0.25,
-    "q": 2.0 / 3.0,
-    "max_memory": 1000,
-    "memory_entries": "step",
-    "retrieve_threshold": 0.5,
-    "top_k": 10,
-    "tip_instruction": TIP_INSTRUCTION,
-    "tip_max_words": 100,
-    "tip_max_new_tokens": 128,
-    "train_tips": False,
-    "novelty": "states",
-    "novelty_threshold": 0.9,
-    "novelty_coef": 1.0,
-    "eval_memory": False,
-}
+_unit = attrs.validators.and_(attrs.validators.ge(0.0), attrs.validators.le(1.0))
+_cosine = attrs.validators.and_(attrs.validators.ge(-1.0), attrs.validators.le(1.0))
+_at_least_1 = attrs.validators.ge(1)
+
+
+@attrs.frozen
+class Settings:
+    """empo2's settings: ``options.empo2`` of a learner (checked when the run config loads)."""
+
+    p: float = setting(0.25, "probability that an iteration's rollouts use memory", validator=_unit)
+    q: float = setting(
+        2.0 / 3.0, "probability that a memory iteration is trained off-policy (tips stripped)", validator=_unit
+    )
+    max_memory: int = setting(1000, "entries kept per task (oldest dropped)", validator=_at_least_1)
+    memory_entries: Literal["step", "episode"] = setting(
+        "step", "step (one entry per turn, [C]) or episode (one per tip)"
+    )
+    retrieve_threshold: float = setting(
+        0.5, "an entry is retrieved when its key's cosine to the observation exceeds this", validator=_cosine
+    )
+    top_k: int = setting(10, "at most this many tips per prompt, highest score first", validator=_at_least_1)
+    tip_instruction: str = setting(TIP_INSTRUCTION, "the last paragraph of the tip request")
+    tip_max_words: int = setting(100, "a tip is cut to this many words", validator=_at_least_1)
+    tip_max_new_tokens: int = setting(128, "generation budget of a tip", validator=_at_least_1)
+    train_tips: bool = setting(False, "train the tip generations as reflection:tip samples")
+    novelty: Literal["states", "retrieval", "off"] = setting("states", "states ([P]), retrieval ([C]) or off")
+    novelty_threshold: float = setting(
+        0.9, "cosine at or above which two states are the same distinct state", validator=_cosine
+    )
+    novelty_coef: float = setting(1.0, "scale of r_int")
+    eval_memory: bool = setting(False, "evaluation trials retrieve (and write) tips")
+
 
 #: A task's store: (seat spec, agent, arena id, arena kwargs as JSON, seed).
 StoreKey = tuple[str, str, str, str, int]
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 
-def settings(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
-    """``DEFAULTS`` overridden by ``options["empo2"]``; unknown keys, wrong kinds and bad values raise."""
-    opts = read_options(options, NAME, DEFAULTS)
-    for key in ("p", "q"):
-        if not 0.0 <= opts[key] <= 1.0:
-            raise ConfigError(f"plugin {NAME!r}: {key} must be in [0, 1], got {opts[key]}")
-    for key in ("max_memory", "top_k", "tip_max_words", "tip_max_new_tokens"):
-        if opts[key] < 1:
-            raise ConfigError(f"plugin {NAME!r}: {key} must be at least 1, got {opts[key]}")
-    for key in ("retrieve_threshold", "novelty_threshold"):
-        if not -1.0 <= opts[key] <= 1.0:
-            raise ConfigError(f"plugin {NAME!r}: {key} is a cosine and must be in [-1, 1], got {opts[key]}")
-    if opts["memory_entries"] not in MEMORY_ENTRIES:
-        raise ConfigError(
-            f"plugin {NAME!r}: memory_entries must be one of {', '.join(MEMORY_ENTRIES)}, "
-            f"got {opts['memory_entries']!r}"
-        )
-    if opts["novelty"] not in NOVELTY_KINDS:
-        raise ConfigError(
-            f"plugin {NAME!r}: novelty must be one of {', '.join(NOVELTY_KINDS)}, got {opts['novelty']!r}"
-        )
-    return opts
+def settings(options: Mapping[str, Mapping[str, Any]] | None) -> Settings:
+    """``options["empo2"]`` read into :class:`Settings`; unknown keys, wrong types and bad values raise."""
+    return read_settings(options, NAME, Settings)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -215,12 +210,12 @@ def iteration_mode(run_seed: int, iteration: int, p: float = 0.25, q: float = 2.
     return "memory_off" if u[1] < q else "memory_on"
 
 
-def trial_mode(trial: TrialSpec, opts: Mapping[str, Any]) -> str:
+def trial_mode(trial: TrialSpec, opts: Settings) -> str:
     """The mode of a trial: its iteration's draw in training, ``plain`` or ``memory_on`` (``eval_memory``) else."""
     if not trial.training:
-        return "memory_on" if opts["eval_memory"] else "plain"
+        return "memory_on" if opts.eval_memory else "plain"
     meta = trial.meta
-    return iteration_mode(int(meta.get("run_seed", 0)), int(meta.get("iteration", 0)), opts["p"], opts["q"])
+    return iteration_mode(int(meta.get("run_seed", 0)), int(meta.get("iteration", 0)), opts.p, opts.q)
 
 
 def takes_part(trial: TrialSpec, seat: int) -> bool:
@@ -238,7 +233,7 @@ def store_key(trial: TrialSpec, seat: int, agent: str) -> StoreKey:
 def recurring_tasks(options: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
     """The mechanisms ``options`` enable that need a task key to recur across iterations (``task_pool``), for
     the run set-up's warning (``arena.core.learn.task_recurrence``): the tip memory, read in memory iterations."""
-    if settings(options)["p"] == 0:
+    if settings(options).p == 0:
         return []
     return ["tip memory (per-task stores keyed by the trial seed) reaches only the trials of the same group"]
 
@@ -480,6 +475,9 @@ class EMPO2:
     first use. Tests inject a cheaper one.
     """
 
+    #: The config check and ``arena plugins`` find the settings here (the entry point names the class).
+    Settings: TypeAlias = Settings
+
     def __init__(self, embed: Embed | None = None) -> None:
         self._embed = embed
         self.memory: dict[StoreKey, TipStore] = {}
@@ -531,18 +529,18 @@ class EMPO2:
         if not any(len(s) for s in stores):
             return None
         (query,) = self.embed([turn.observation])
-        found = retrieve(stores, query, opts["retrieve_threshold"], opts["top_k"])
+        found = retrieve(stores, query, opts.retrieve_threshold, opts.top_k)
         return [MemoryItem(text=t, section=MEMORY_SECTION, score=s, source=NAME, tag=TIP_TAG) for t, s in found]
 
     @hookimpl
     def reflect(self, trial: TrialSpec, episode: EpisodeRecord, agent: str, seat: int) -> ReflectionRequest | None:
         opts = settings(trial.options)
-        if (not trial.training and not opts["eval_memory"]) or not takes_part(trial, seat):
+        if (not trial.training and not opts.eval_memory) or not takes_part(trial, seat):
             return None
         turns = own_turns(episode, agent)
         if not turns:  # the seat never answered in this episode: nothing to write a tip about
             return None
-        if opts["memory_entries"] == "step":
+        if opts.memory_entries == "step":
             key_texts = tuple(s.observation for s in turns)
             moves = tuple(s.move for s in turns)
         else:
@@ -556,11 +554,11 @@ class EMPO2:
         )
         return ReflectionRequest(
             name=TIP_NAME,
-            messages=(ChatMessage("user", tip_prompt(trial, episode, agent, opts["tip_instruction"])),),
+            messages=(ChatMessage("user", tip_prompt(trial, episode, agent, opts.tip_instruction)),),
             extract_tag=TIP_TAG,
-            max_new_tokens=opts["tip_max_new_tokens"],
+            max_new_tokens=opts.tip_max_new_tokens,
             segments=(Segment(),),
-            trained=opts["train_tips"],
+            trained=opts.train_tips,
         )
 
     @hookimpl
@@ -571,16 +569,16 @@ class EMPO2:
         if pending is None:
             return
         opts = settings(trial.options)
-        tip = clean_tip(reflection.content, opts["tip_max_words"])
+        tip = clean_tip(reflection.content, opts.tip_max_words)
         if not tip or not pending.key_texts:
             return
         if pending.training:
-            store = self._store(pending.key, opts["max_memory"])
+            store = self._store(pending.key, opts.max_memory)
         else:
-            store = self._eval_memory.setdefault(trial.trial_id, TipStore(opts["max_memory"]))
+            store = self._eval_memory.setdefault(trial.trial_id, TipStore(opts.max_memory))
         vectors = self.embed(pending.key_texts)
         for vector, key_text, move in zip(vectors, pending.key_texts, pending.moves, strict=True):
-            if opts["memory_entries"] == "step":
+            if opts.memory_entries == "step":
                 text = f"{tip}; at that step you chose {move}; the episode's return was {pending.score:g}"
             else:
                 text = tip
@@ -598,11 +596,11 @@ class EMPO2:
     @hookimpl
     def compute_rewards(self, trial: TrialRecord, samples: list[Sample]) -> dict[int, dict[str, float]] | None:
         opts = settings(trial.spec.options)
-        if opts["novelty"] == "off":
+        if opts.novelty == "off":
             return None
-        coef = opts["novelty_coef"]
+        coef = opts.novelty_coef
         chains = action_chains(samples)
-        if opts["novelty"] == "retrieval":
+        if opts.novelty == "retrieval":
             plain = trial_mode(trial.spec, opts) == "plain"
             rewards = {
                 i: 0.0 if plain else coef / (tips_in_prompt(samples[i].context_text) + 1)
@@ -634,7 +632,7 @@ class EMPO2:
         vectors = self.embed([text for _, text, _ in visits])
         rewards = {i: 0.0 for chain in chains for i in chain}
         for (key, _, credited), vector in zip(visits, vectors, strict=True):
-            n = self.states.setdefault(key, NoveltyStates()).visit(vector, opts["novelty_threshold"])
+            n = self.states.setdefault(key, NoveltyStates()).visit(vector, opts.novelty_threshold)
             if credited is not None:
                 rewards[credited] = coef / n
         return novelty_terms(samples, chains, rewards)

@@ -29,23 +29,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
 import torch
 
-from arena.core import ConfigError, Sample, hookimpl
-from arena.plugins._options import read_options
+from arena.core import Sample, hookimpl, read_settings, setting
 
 NAME = "entropy_adv"
-DEFAULTS: Mapping[str, Any] = {"alpha": 0.4, "kappa": 2.0}
 
 
-def settings(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
-    """``DEFAULTS`` overridden by ``options["entropy_adv"]``; α must be ≥ 0 and κ > 0."""
-    opts = read_options(options, NAME, DEFAULTS)
-    if opts["alpha"] < 0:
-        raise ConfigError(f"plugin {NAME!r}: alpha must be >= 0, got {opts['alpha']}")
-    if opts["kappa"] <= 0:
-        raise ConfigError(f"plugin {NAME!r}: kappa must be > 0, got {opts['kappa']}")
-    return opts
+@attrs.frozen
+class Settings:
+    """entropy_adv's settings: ``options.entropy_adv`` of a learner (checked when the run config loads)."""
+
+    alpha: float = setting(0.4, "α, the weight of the entropy bonus", validator=attrs.validators.ge(0))
+    kappa: float = setting(2.0, "κ: the bonus is at most |A|/κ (must be > 0)", validator=attrs.validators.gt(0))
+
+
+def settings(options: Mapping[str, Mapping[str, Any]] | None) -> Settings:
+    """``options["entropy_adv"]`` read into :class:`Settings` (α ≥ 0 and κ > 0, checked by its validators)."""
+    return read_settings(options, NAME, Settings)
 
 
 def entropy_shaped(
@@ -75,4 +77,4 @@ def shape_token_advantages(
     opts = settings(options)
     if advantages.shape[0] != len(samples):
         raise ValueError(f"{advantages.shape[0]} advantage rows for {len(samples)} samples")
-    return entropy_shaped(advantages, entropy, mask, alpha=opts["alpha"], kappa=opts["kappa"])
+    return entropy_shaped(advantages, entropy, mask, alpha=opts.alpha, kappa=opts.kappa)

@@ -31,12 +31,22 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from arena.core import Sample, hookimpl
+import attrs
+
+from arena.core import Sample, hookimpl, read_settings, setting
 from arena.core import group_normalized as grpo_advantages
-from arena.plugins._options import read_options
 
 NAME = "gigpo"
-DEFAULTS: Mapping[str, Any] = {"w": 1.0, "std_norm": False, "eps": 1e-6, "unbiased_std": True}
+
+
+@attrs.frozen
+class Settings:
+    """gigpo's settings: ``options.gigpo`` of a learner (checked when the run config loads)."""
+
+    w: float = setting(1.0, "weight of the step-level term")
+    std_norm: bool = setting(False, "divide each bracket by its group's std + eps (MAGE and its code: mean only)")
+    eps: float = setting(1e-6, "added to the std")
+    unbiased_std: bool = setting(True, "Bessel-corrected std when std_norm")
 
 
 def step_groups(groups: Sequence[Hashable], anchors: Sequence[Hashable | None]) -> list[Hashable]:
@@ -75,14 +85,14 @@ def episode_return(sample: Sample) -> float:
 
 @hookimpl
 def compute_advantages(samples: list[Sample], options: Mapping[str, Mapping[str, Any]]) -> list[float]:
-    opts = read_options(options, NAME, DEFAULTS)
+    opts = read_settings(options, NAME, Settings)
     return gigpo_advantages(
         [episode_return(s) for s in samples],
         [s.ret for s in samples],
         [s.group_id for s in samples],
         [s.anchor for s in samples],
-        w=opts["w"],
-        std_norm=opts["std_norm"],
-        eps=opts["eps"],
-        unbiased_std=opts["unbiased_std"],
+        w=opts.w,
+        std_norm=opts.std_norm,
+        eps=opts.eps,
+        unbiased_std=opts.unbiased_std,
     )

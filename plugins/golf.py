@@ -40,13 +40,14 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
+
+import attrs
 
 from arena.core import (
     Augmentation,
     AugmentResult,
     ChatMessage,
-    ConfigError,
     GenerationRequest,
     GroupTask,
     Sample,
@@ -57,36 +58,43 @@ from arena.core import (
     derive_seed,
     group_score,
     hookimpl,
+    read_settings,
+    setting,
     system_messages,
     task_text_of,
 )
-from arena.plugins._options import read_options
 
 NAME = "golf"
-DEFAULTS: Mapping[str, Any] = {
-    "n": 8,
-    "threshold": -1.0,
-    "feedback": "both",
-    "prompt_budget_chars": 6000,
-    "temperature": 1.0,
-    "gamma": 0.1,
-    "train_refiner": True,
-    "inject": True,
-    "max_new_tokens": 0,
-}
 #: The papers' injection thresholds by kind of task.
 ARENA_THRESHOLDS: Mapping[str, float] = {"coding": 0.125, "instruct": 0.25}
-FEEDBACK_MODES = ("both", "critiques", "attempts")
 PERFECT = 1.0 - 1e-9
+_positive = attrs.validators.gt(0)
 
 
-def settings(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
-    opts = read_options(options, NAME, DEFAULTS)
-    if opts["feedback"] not in FEEDBACK_MODES:
-        raise ConfigError(f"plugin 'golf': feedback must be one of {FEEDBACK_MODES}, got {opts['feedback']!r}")
-    if opts["n"] < 1 or opts["gamma"] <= 0 or opts["temperature"] <= 0 or opts["prompt_budget_chars"] < 1:
-        raise ConfigError("plugin 'golf': n, gamma, temperature and prompt_budget_chars must be positive")
-    return opts
+@attrs.frozen
+class Settings:
+    """golf's settings: ``options.golf`` of a learner (checked when the run config loads)."""
+
+    n: int = setting(8, "refinements sampled per group", validator=attrs.validators.ge(1))
+    threshold: float = setting(
+        -1.0, "inject when #correct < ⌈threshold·G⌉; negative: by arena (coding 0.125, instruct 0.25)"
+    )
+    feedback: Literal["both", "critiques", "attempts"] = setting(
+        "both", "ablation: both; critiques (no attempt texts); attempts (no critiques)"
+    )
+    prompt_budget_chars: int = setting(
+        6000, "attempts are added shortest first until the prompt would exceed this", validator=attrs.validators.ge(1)
+    )
+    temperature: float = setting(1.0, "sampling temperature of refinements", validator=_positive)
+    gamma: float = setting(0.1, "γ of the injected sample's shaped loss π/(π+γ)", validator=_positive)
+    train_refiner: bool = setting(True, "train the refiner group (off: refinements only feed the injection)")
+    inject: bool = setting(True, "ablation: off never injects")
+    max_new_tokens: int = setting(0, "refinement budget; 0 = the run's answer budget")
+
+
+def settings(options: Mapping[str, Mapping[str, Any]] | None) -> Settings:
+    """``options["golf"]`` read into :class:`Settings`."""
+    return read_settings(options, NAME, Settings)
 
 
 def threshold_for(arena_id: str, configured: float) -> float:
@@ -137,7 +145,7 @@ def finish_group(
     group: tuple[Sample, ...],
     refinements: tuple[ScoredAnswer, ...],
     task: GroupTask,
-    opts: Mapping[str, Any],
+    opts: Settings,
     rng: random.Random,
 ) -> AugmentResult:
     """The refiner group, and one perfect refinement injected into a wrong slot when the group is below threshold."""
@@ -150,7 +158,7 @@ def finish_group(
         "perfect_refinements": float(sum(a.reward >= PERFECT for a in refinements)),
     }
     extra: tuple[Sample, ...] = ()
-    if opts["train_refiner"]:
+    if opts.train_refiner:
         extra = tuple(
             answer_sample(
                 answer,
@@ -167,10 +175,10 @@ def finish_group(
         )
     out = list(group)
     correct = sum(group_score(s) >= PERFECT for s in group)
-    needed = math.ceil(threshold_for(task.arena_id, opts["threshold"]) * len(group))
+    needed = math.ceil(threshold_for(task.arena_id, opts.threshold) * len(group))
     wrong = [i for i, s in enumerate(group) if group_score(s) < PERFECT]
     perfect = [a for a in refinements if a.reward >= PERFECT and not a.empty]
-    if opts["inject"] and correct < needed and perfect and wrong:
+    if opts.inject and correct < needed and perfect and wrong:
         slot = rng.choice(wrong)
         out[slot] = answer_sample(
             perfect[0],
@@ -179,7 +187,7 @@ def finish_group(
             loss="shaped_prob",
             context="original",
             reward_terms={"env": 1.0},
-            meta={"injected": "golf", "shaped_gamma": opts["gamma"], "golf": {"replaced": group[slot].trial_id}},
+            meta={"injected": "golf", "shaped_gamma": opts.gamma, "golf": {"replaced": group[slot].trial_id}},
         )
         stats["injections"] = 1.0
     return AugmentResult(group=tuple(out), extra=extra, stats=stats)
@@ -192,12 +200,12 @@ def augment_group(
     opts = settings(options)
     if not group or all(group_score(s) >= PERFECT for s in group):
         return None  # nothing failed: no feedback to learn from
-    prompt, shown = refinement_prompt(group, opts["feedback"], opts["prompt_budget_chars"])
+    prompt, shown = refinement_prompt(group, opts.feedback, opts.prompt_budget_chars)
     request = GenerationRequest(
         messages=(*system_messages(group[0]), ChatMessage("user", prompt)),
-        segments=(Segment(temperature=opts["temperature"]),),
-        max_new_tokens=opts["max_new_tokens"] or task.max_new_tokens,
-        n=opts["n"],
+        segments=(Segment(temperature=opts.temperature),),
+        max_new_tokens=opts.max_new_tokens or task.max_new_tokens,
+        n=opts.n,
         purpose="golf_refinement",
     )
     rng = random.Random(derive_seed(NAME, task.group_id, task.episode, task.iteration))

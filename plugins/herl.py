@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -54,7 +54,6 @@ from arena.core import (
     Augmentation,
     AugmentResult,
     ChatMessage,
-    ConfigError,
     GenerationRequest,
     GroupTask,
     Sample,
@@ -65,35 +64,39 @@ from arena.core import (
     derive_seed,
     group_score,
     hookimpl,
+    read_settings,
+    setting,
     system_messages,
     task_text_of,
 )
-from arena.plugins._options import read_options
 
 NAME = "herl"
-DEFAULTS: Mapping[str, Any] = {
-    "alpha": 0.05,
-    "temperature": 0.3,
-    "max_candidates": 16,
-    "gamma": 1.0,
-    "train_context": "revision",
-    "naive_prompt": False,
-    "bonus": True,
-    "max_new_tokens": 0,
-}
 #: A score counts as perfect from here (scores are fractions of rubrics; float noise must not hide a 1.0).
 PERFECT = 1.0 - 1e-9
+_positive = attrs.validators.gt(0)
 
 
-def settings(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
-    opts = read_options(options, NAME, DEFAULTS)
-    if opts["train_context"] not in ("revision", "original"):
-        raise ConfigError(
-            f"plugin 'herl': train_context must be 'revision' or 'original', got {opts['train_context']!r}"
-        )
-    if opts["gamma"] <= 0 or opts["temperature"] <= 0 or opts["max_candidates"] < 1:
-        raise ConfigError("plugin 'herl': gamma and temperature must be > 0 and max_candidates >= 1")
-    return opts
+@attrs.frozen
+class Settings:
+    """herl's settings: ``options.herl`` of a learner (checked when the run config loads)."""
+
+    alpha: float = setting(0.05, "bonus weight α on R(revision) − R")
+    temperature: float = setting(0.3, "sampling temperature of revisions", validator=_positive)
+    max_candidates: int = setting(
+        16, "candidates revised per group (ties at the best score, in group order)", validator=attrs.validators.ge(1)
+    )
+    gamma: float = setting(1.0, "γ of the shaped loss (the paper uses 0.1 for judge-scored tasks)", validator=_positive)
+    train_context: Literal["revision", "original"] = setting(
+        "revision", "train the injected text in the hindsight prompt, or original"
+    )
+    naive_prompt: bool = setting(False, "ablation: ask for a revision without the satisfied/unmet rubric lists")
+    bonus: bool = setting(True, "ablation: off drops the α bonus term")
+    max_new_tokens: int = setting(0, "revision budget; 0 = the run's answer budget")
+
+
+def settings(options: Mapping[str, Mapping[str, Any]] | None) -> Settings:
+    """``options["herl"]`` read into :class:`Settings`."""
+    return read_settings(options, NAME, Settings)
 
 
 def rubric_lists(sample: Sample) -> tuple[list[str], list[str]] | None:
@@ -159,7 +162,7 @@ def finish_group(
     group: tuple[Sample, ...],
     answers: tuple[tuple[ScoredAnswer, ...], ...],
     chosen: list[int],
-    opts: Mapping[str, Any],
+    opts: Settings,
     rng: random.Random,
 ) -> AugmentResult:
     """Bonus terms for the candidates, then one injected sample (revision, else the best original) in a random slot."""
@@ -176,15 +179,15 @@ def finish_group(
         original = group_score(group[c])
         improved += answer.reward > original
         stats["revision_reward_sum"] = stats.get("revision_reward_sum", 0.0) + answer.reward
-        if opts["bonus"]:
+        if opts.bonus:
             terms = dict(out[c].reward_terms)
-            terms["herl_bonus"] = opts["alpha"] * (answer.reward - original)
+            terms["herl_bonus"] = opts.alpha * (answer.reward - original)
             out[c] = attrs.evolve(out[c], reward_terms=terms)
     stats["revisions_improved"] = float(improved)
     best = max(group_score(s) for s in group)
     slot = rng.randrange(len(group))
     pick = choose_injection(best, revisions)
-    context = "request" if opts["train_context"] == "revision" else "original"
+    context = "request" if opts.train_context == "revision" else "original"
     if pick is not None:
         candidate, answer = pick
         injected = scored_like_the_policy(
@@ -196,7 +199,7 @@ def finish_group(
                 context=context,
                 meta={
                     "injected": "herl",
-                    "shaped_gamma": opts["gamma"],
+                    "shaped_gamma": opts.gamma,
                     "herl": {
                         "revision_of": group[candidate].trial_id,
                         "fallback": False,
@@ -221,7 +224,7 @@ def finish_group(
             meta={
                 **source.meta,
                 "injected": "herl",
-                "shaped_gamma": opts["gamma"],
+                "shaped_gamma": opts.gamma,
                 "herl": {"revision_of": None, "fallback": True, "replaced": group[slot].trial_id},
             },
         )
@@ -237,17 +240,17 @@ def augment_group(
     opts = settings(options)
     if not group or max(group_score(s) for s in group) >= PERFECT:
         return None
-    chosen = candidates(group, opts["max_candidates"])
-    if not opts["naive_prompt"] and any(rubric_lists(group[i]) is None for i in chosen):
+    chosen = candidates(group, opts.max_candidates)
+    if not opts.naive_prompt and any(rubric_lists(group[i]) is None for i in chosen):
         return None  # the arena reports no rubrics: nothing to show in hindsight (naive_prompt needs none)
-    budget = opts["max_new_tokens"] or task.max_new_tokens
+    budget = opts.max_new_tokens or task.max_new_tokens
     requests = tuple(
         GenerationRequest(
             messages=(
                 *system_messages(group[i]),
-                ChatMessage("user", hindsight_prompt(group[i], naive=opts["naive_prompt"])),
+                ChatMessage("user", hindsight_prompt(group[i], naive=opts.naive_prompt)),
             ),
-            segments=(Segment(temperature=opts["temperature"]),),
+            segments=(Segment(temperature=opts.temperature),),
             max_new_tokens=budget,
             purpose="herl_revision",
         )

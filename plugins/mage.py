@@ -89,7 +89,9 @@ Hooks: ``reflect``, ``store_memory``, ``retrieve_memory``, ``compute_rewards``, 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
+
+import attrs
 
 from arena.core import (
     ChatMessage,
@@ -106,52 +108,58 @@ from arena.core import (
     Turn,
     group_normalized,
     hookimpl,
+    read_settings,
+    setting,
 )
-from arena.plugins._options import read_options
 
 NAME = "mage"
 REFLECTION_KIND = f"reflection:{NAME}"
 # The plain reflection plugin's request name: seeing it in a trial means both plugins reflect.
 PLAIN_REFLECTION = "reflection"
-MEMORY_MODES = ("reflection_only", "history_only", "history_and_reflection")
-REWARD_MODES = ("differential", "cumulative")
 # Terms this plugin writes; the core's ``env`` term (plain episodic return) is replaced by Δ_n.
 INVALID_TERM = "invalid"
 LENGTH_TERM = "length"
 ENV_TERM = "env"
 
-DEFAULTS: Mapping[str, Any] = {
-    "memory": "reflection_only",
-    "reflection_max_chars": 2000,
-    "reward": "differential",
-    "gamma_step": 0.95,
-    "gamma_traj": 0.6,
-    "invalid_penalty": 0.5,
-    "length_coef": 2.0,
-    "max_new_tokens": PromptConfig().max_new_tokens,
-    "w": 1.0,
-    "std_norm": False,
-    "eps": 1e-6,
-    "unbiased_std": True,
-    "mixed_groups": False,
-    "per_episode_anchors": False,
-    "reflection_anchor": True,
-}
+
+@attrs.frozen
+class Settings:
+    """mage's settings: ``options.mage`` of a learner (checked when the run config loads)."""
+
+    memory: Literal["reflection_only", "history_only", "history_and_reflection"] = setting(
+        "reflection_only", "reflection_only, history_only or history_and_reflection"
+    )
+    reflection_max_chars: int = setting(2000, "a reflection is cut to this many characters")
+    reward: Literal["differential", "cumulative"] = setting(
+        "differential", "differential (Δ_n) or cumulative (R(τ_n), LaMer)"
+    )
+    gamma_step: float = setting(0.95, "discount between the turns of an episode")
+    gamma_traj: float = setting(0.6, "discount from an episode's last turn to the next episode's first")
+    invalid_penalty: float = setting(0.5, "subtracted per invalid action turn")
+    length_coef: float = setting(2.0, "c of the length penalty (2 for games)")
+    max_new_tokens: int = setting(
+        PromptConfig().max_new_tokens,
+        "L_max and the reflections' budget; keep it equal to trial.prompt.max_new_tokens",
+        validator=attrs.validators.ge(2),
+    )
+    w: float = setting(1.0, "weight of the anchor bracket")
+    std_norm: bool = setting(False, "divide each bracket by its std + eps (MAGE: mean only)")
+    eps: float = setting(1e-6, "added to the std")
+    unbiased_std: bool = setting(True, "Bessel-corrected std when std_norm")
+    mixed_groups: bool = setting(False, "ablation: episode baseline over the whole batch, mixing opponents")
+    per_episode_anchors: bool = setting(False, 'ablation: anchors prefixed with the episode ("Trial k")')
+    reflection_anchor: bool = setting(
+        True, 'reflections share a "reflection"+opponent step group ([C]); false: bracket 0'
+    )
+
 
 REFLECTION_SECTION = "Your reflections on earlier episodes of this trial:"
 HISTORY_SECTION = "Earlier episodes of this trial:"
 
 
-def settings(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
-    """``DEFAULTS`` overridden by ``options["mage"]``; unknown keys, wrong kinds and unknown modes raise."""
-    opts = read_options(options, NAME, DEFAULTS)
-    if opts["memory"] not in MEMORY_MODES:
-        raise ConfigError(f"plugin {NAME!r}: memory must be one of {', '.join(MEMORY_MODES)}, got {opts['memory']!r}")
-    if opts["reward"] not in REWARD_MODES:
-        raise ConfigError(f"plugin {NAME!r}: reward must be one of {', '.join(REWARD_MODES)}, got {opts['reward']!r}")
-    if opts["max_new_tokens"] < 2:
-        raise ConfigError(f"plugin {NAME!r}: max_new_tokens must be at least 2, got {opts['max_new_tokens']}")
-    return opts
+def settings(options: Mapping[str, Mapping[str, Any]] | None) -> Settings:
+    """``options["mage"]`` read into :class:`Settings`; unknown keys, wrong types and unknown modes raise."""
+    return read_settings(options, NAME, Settings)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -217,15 +225,15 @@ def reflect(
 ) -> ReflectionRequest | None:
     opts = settings(trial.options)
     _check_no_plain_reflection(reflections)
-    if last or opts["memory"] == "history_only":  # a reflection only serves the episodes that follow it
+    if last or opts.memory == "history_only":  # a reflection only serves the episodes that follow it
         return None
     text = reflection_prompt(trial, episode, agent, _mine(reflections, agent))
     return ReflectionRequest(
         name=NAME,
         messages=(ChatMessage("user", text),),
         extract_tag="remark",
-        max_chars=opts["reflection_max_chars"],
-        max_new_tokens=opts["max_new_tokens"],
+        max_chars=opts.reflection_max_chars,
+        max_new_tokens=opts.max_new_tokens,
         # Sampled like the action turns (the engine's default segment); trained: MAGE credits reflections.
         segments=(Segment(),),
         trained=True,
@@ -243,7 +251,7 @@ def store_memory(reflection: Reflection) -> None:
 def retrieve_memory(turn: Turn) -> list[MemoryItem]:
     opts = settings(turn.trial.options)
     _check_no_plain_reflection(turn.reflections)
-    mode = opts["memory"]
+    mode = opts.memory
     by_episode = {r.episode: r for r in _mine(turn.reflections, turn.agent)}
     items = []
     for episode in turn.earlier_episodes:
@@ -293,12 +301,12 @@ def compute_rewards(trial: TrialRecord, samples: list[Sample]) -> dict[int, dict
     opts = settings(trial.spec.options)
     if any(INVALID_TERM in s.reward_terms for s in samples):
         raise ConfigError(
-            f"plugin {NAME!r} adds its own {INVALID_TERM!r} penalty ({opts['invalid_penalty']} per invalid turn); "
+            f"plugin {NAME!r} adds its own {INVALID_TERM!r} penalty ({opts.invalid_penalty} per invalid turn); "
             "set the learner's invalid_penalty to 0"
         )
     out = {}
     for i, sample in enumerate(samples):
-        terms = penalty_terms(sample, opts["invalid_penalty"], opts["length_coef"], opts["max_new_tokens"])
+        terms = penalty_terms(sample, opts.invalid_penalty, opts.length_coef, opts.max_new_tokens)
         if terms:
             out[i] = terms
     return out
@@ -370,7 +378,7 @@ def mage_returns(
 @hookimpl
 def compute_returns(samples: list[Sample], options: Mapping[str, Mapping[str, Any]]) -> list[float]:
     opts = settings(options)
-    return mage_returns(samples, opts["reward"], opts["gamma_step"], opts["gamma_traj"])
+    return mage_returns(samples, opts.reward, opts.gamma_step, opts.gamma_traj)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -449,12 +457,12 @@ def compute_advantages(samples: list[Sample], options: Mapping[str, Mapping[str,
     opts = settings(options)
     return mage_advantages(
         samples,
-        reward=opts["reward"],
-        w=opts["w"],
-        std_norm=opts["std_norm"],
-        eps=opts["eps"],
-        unbiased_std=opts["unbiased_std"],
-        mixed_groups=opts["mixed_groups"],
-        per_episode_anchors=opts["per_episode_anchors"],
-        reflection_anchor=opts["reflection_anchor"],
+        reward=opts.reward,
+        w=opts.w,
+        std_norm=opts.std_norm,
+        eps=opts.eps,
+        unbiased_std=opts.unbiased_std,
+        mixed_groups=opts.mixed_groups,
+        per_episode_anchors=opts.per_episode_anchors,
+        reflection_anchor=opts.reflection_anchor,
     )

@@ -84,7 +84,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 import attrs
 import numpy as np
@@ -100,58 +100,66 @@ from arena.core import (
     Turn,
     group_members,
     hookimpl,
+    read_settings,
+    setting,
 )
-from arena.plugins._options import read_options
 
 NAME = "mentor"
 STATE_VERSION = 1
 
-DEFAULTS: Mapping[str, Any] = {
-    "expert": "",
-    "on_policy": 4,
-    "mixed": 4,
-    "gamma_floor": 1.5,
-    "gamma_percentile": 95.0,
-    "alpha_start": 1.0,
-    "decay_iterations": 120,
-    "expert_cap": 99.0,
-    "temperature": 0.0,
-    "top_p": 0.0,
-    "std_norm": True,
-    "eps": 1e-6,
-    "unbiased_std": True,
-    "old_logprobs": "policy",
-}
-OLD_LOGPROBS = ("policy", "mixture")
+_ge = attrs.validators.ge
+_gt = attrs.validators.gt
 
 
-def settings(options: Mapping[str, Mapping[str, Any]] | None, need_expert: bool = True) -> dict[str, Any]:
-    """``DEFAULTS`` overridden by ``options["mentor"]``; unknown keys, wrong kinds and bad values raise."""
-    opts = read_options(options, NAME, DEFAULTS)
-    if need_expert and not opts["expert"]:
+@attrs.frozen
+class Settings:
+    """mentor's settings: ``options.mentor`` of a learner (checked when the run config loads; ``expert`` is
+    required by the hooks that guide rollouts, see :func:`settings`)."""
+
+    expert: str = setting("", "the expert's model spec: model:NAME, a registered name, a checkpoint directory")
+    on_policy: int = setting(
+        4,
+        "on-policy rollouts per group (the first ones; at least 2: their mean and std are the baseline)",
+        validator=_ge(2),
+    )
+    mixed: int = setting(4, "mixed rollouts per group; group_size must equal on_policy + mixed", validator=_ge(0))
+    gamma_floor: float = setting(
+        1.5, "lower bound of γ (nats); also γ when no entropies were reported", validator=_gt(0.0)
+    )
+    gamma_percentile: float = setting(
+        95.0,
+        "percentile of the previous iteration's on-policy token entropies",
+        validator=attrs.validators.and_(_ge(0.0), attrs.validators.le(100.0)),
+    )
+    alpha_start: float = setting(1.0, "α at iteration 0", validator=_ge(0.0))
+    decay_iterations: int = setting(
+        120, "iterations over which α decays to 0; mixed rollouts stop then", validator=_ge(1)
+    )
+    expert_cap: float = setting(
+        99.0, "cap on a group's summed mixed advantages before α (the code's expert_cap)", validator=_gt(0.0)
+    )
+    temperature: float = setting(
+        0.0, "temperature of the guided segment; 0: the turn's own (trial.prompt.temperature)", validator=_ge(0.0)
+    )
+    top_p: float = setting(
+        0.0,
+        "top-p of the guided segment; 0: the turn's own (trial.prompt.top_p)",
+        validator=attrs.validators.and_(_ge(0.0), attrs.validators.le(1.0)),
+    )
+    std_norm: bool = setting(True, "divide on-policy advantages by the on-policy std (as GRPO's switch)")
+    eps: float = setting(1e-6, "added to that std")
+    unbiased_std: bool = setting(True, "Bessel-corrected std, as grpo")
+    old_logprobs: Literal["policy", "mixture"] = setting(
+        "policy", "guided tokens' π_old: policy (recomputed, [C]) or mixture (ablation)"
+    )
+
+
+def settings(options: Mapping[str, Mapping[str, Any]] | None, need_expert: bool = True) -> Settings:
+    """``options["mentor"]`` read into :class:`Settings`; with ``need_expert`` an empty ``expert`` raises too (the
+    advantage hook needs none, the hooks that guide rollouts do)."""
+    opts = read_settings(options, NAME, Settings)
+    if need_expert and not opts.expert:
         raise ConfigError(f"plugin {NAME!r}: set 'expert' to the expert's model spec (e.g. 'model:tiny' or a path)")
-    if opts["on_policy"] < 2:
-        raise ConfigError(f"plugin {NAME!r}: on_policy must be at least 2 (its mean and std are the baseline)")
-    if opts["mixed"] < 0:
-        raise ConfigError(f"plugin {NAME!r}: mixed must be >= 0, got {opts['mixed']}")
-    if not opts["gamma_floor"] > 0:
-        raise ConfigError(f"plugin {NAME!r}: gamma_floor must be > 0, got {opts['gamma_floor']}")
-    if not 0.0 <= opts["gamma_percentile"] <= 100.0:
-        raise ConfigError(f"plugin {NAME!r}: gamma_percentile must be in [0, 100], got {opts['gamma_percentile']}")
-    if opts["alpha_start"] < 0:
-        raise ConfigError(f"plugin {NAME!r}: alpha_start must be >= 0, got {opts['alpha_start']}")
-    if opts["decay_iterations"] < 1:
-        raise ConfigError(f"plugin {NAME!r}: decay_iterations must be at least 1, got {opts['decay_iterations']}")
-    if not opts["expert_cap"] > 0:
-        raise ConfigError(f"plugin {NAME!r}: expert_cap must be > 0, got {opts['expert_cap']}")
-    if opts["temperature"] < 0:
-        raise ConfigError(f"plugin {NAME!r}: temperature must be > 0 (or 0: the turn's own), got {opts['temperature']}")
-    if not 0.0 <= opts["top_p"] <= 1.0:
-        raise ConfigError(f"plugin {NAME!r}: top_p must be in (0, 1] (or 0: the turn's own), got {opts['top_p']}")
-    if opts["old_logprobs"] not in OLD_LOGPROBS:
-        raise ConfigError(
-            f"plugin {NAME!r}: old_logprobs must be one of {', '.join(OLD_LOGPROBS)}, got {opts['old_logprobs']!r}"
-        )
     return opts
 
 
@@ -221,19 +229,19 @@ def _int_meta(spec: TrialSpec, key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def is_mixed_trial(spec: TrialSpec, opts: Mapping[str, Any]) -> bool | None:
+def is_mixed_trial(spec: TrialSpec, opts: Settings) -> bool | None:
     """Whether a trial is one of its group's mixed rollouts; None outside a training run (nothing to plan)."""
     group_index, iteration = _int_meta(spec, "group_index"), _int_meta(spec, "iteration")
     if not spec.training or group_index is None or iteration is None:
         return None
-    size = opts["on_policy"] + opts["mixed"]
+    size = opts.on_policy + opts.mixed
     if group_index >= size:
         raise ConfigError(
             f"plugin {NAME!r}: trial {spec.trial_id!r} is number {group_index + 1} of its group, but MENTOR's groups "
             f"are on_policy + mixed = {size}; set group_size to {size}"
         )
-    alpha = alpha_at(iteration, opts["alpha_start"], opts["decay_iterations"])
-    return group_index >= opts["on_policy"] and alpha > 0
+    alpha = alpha_at(iteration, opts.alpha_start, opts.decay_iterations)
+    return group_index >= opts.on_policy and alpha > 0
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -251,6 +259,9 @@ class _LearnerState:
 class Mentor:
     """The stateful plugin: per learner, the entropies that set γ; per group, the sizes seen (to check G)."""
 
+    #: The config check and ``arena plugins`` find the settings here (the entry point names the class).
+    Settings: TypeAlias = Settings
+
     def __init__(self) -> None:
         self.learners: dict[str, _LearnerState] = {}
         #: Per group id: the group indices of the trials that ended (compute_advantages checks G with them).
@@ -258,7 +269,7 @@ class Mentor:
 
     # -- γ ----------------------------------------------------------------------------------------------------
 
-    def gamma(self, learner: str, iteration: int, opts: Mapping[str, Any]) -> float | None:
+    def gamma(self, learner: str, iteration: int, opts: Settings) -> float | None:
         """γ for ``iteration``: from the latest earlier iteration's on-policy entropies; None if there is none."""
         state = self.learners.get(learner)
         earlier = [k for k in (state.batches if state else {}) if k < iteration]
@@ -267,7 +278,7 @@ class Mentor:
         latest = max(earlier)
         for k in [k for k in state.batches if k < latest]:
             del state.batches[k]  # older batches can never be "the previous one" again
-        return gamma_from(state.batches[latest], opts["gamma_floor"], opts["gamma_percentile"])
+        return gamma_from(state.batches[latest], opts.gamma_floor, opts.gamma_percentile)
 
     # -- hooks -----------------------------------------------------------------------------------------------
 
@@ -280,7 +291,7 @@ class Mentor:
             return None
         iteration = _int_meta(spec, "iteration")
         assert iteration is not None
-        alpha = alpha_at(iteration, opts["alpha_start"], opts["decay_iterations"])
+        alpha = alpha_at(iteration, opts.alpha_start, opts.decay_iterations)
         meta: dict[str, Any] = {
             "mixed": mixed,
             "guided": False,
@@ -297,14 +308,14 @@ class Mentor:
         meta.update(guided=True, gamma=gamma)
         default = turn.default_segment or Segment()
         segment = Segment(
-            temperature=opts["temperature"] or default.temperature,
-            top_p=opts["top_p"] or default.top_p,
-            guide=Guide(opts["expert"], gamma),
+            temperature=opts.temperature or default.temperature,
+            top_p=opts.top_p or default.top_p,
+            guide=Guide(opts.expert, gamma),
         )
         # π_old of the guided tokens is the policy's, recomputed before the update (the code): against log π_mix
         # the first-step ratio π_θ/π_mix of an expert-chosen token is far below 1, which scales its gradient down
         # (and clips the tokens the policy already likes), muting what MENTOR exists to teach.
-        recompute = opts["old_logprobs"] == "policy"
+        recompute = opts.old_logprobs == "policy"
         return ActionPlan(segments=(segment,), source=NAME, meta=meta, recompute_old=recompute)
 
     @hookimpl
@@ -334,7 +345,7 @@ class Mentor:
     @hookimpl
     def compute_advantages(self, samples: list[Sample], options: Mapping[str, Mapping[str, Any]]) -> list[float]:
         opts = settings(options, need_expert=False)
-        size = opts["on_policy"] + opts["mixed"]
+        size = opts.on_policy + opts.mixed
         for group in {s.group_id for s in samples}:
             seen = self._group_sizes.pop(group, None)
             if seen is not None and seen != size:
@@ -348,10 +359,10 @@ class Mentor:
             [s.group_id for s in samples],
             [bool(p.get("mixed", False)) for p in plans],
             [float(p.get("alpha", 0.0)) for p in plans],
-            std_norm=opts["std_norm"],
-            eps=opts["eps"],
-            unbiased_std=opts["unbiased_std"],
-            expert_cap=opts["expert_cap"],
+            std_norm=opts.std_norm,
+            eps=opts.eps,
+            unbiased_std=opts.unbiased_std,
+            expert_cap=opts.expert_cap,
         )
 
     # -- state -----------------------------------------------------------------------------------------------

@@ -36,14 +36,38 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from arena.core import ConfigError, Sample, TrialRecord, hookimpl
-from arena.plugins._options import read_options
+import attrs
+
+from arena.core import ConfigError, Sample, TrialRecord, hookimpl, read_settings, setting
 
 NAME = "overlong"
 TERM = "overlong"
-#: ``max_length`` and ``cache`` default to values that depend on the trial (None here); the rest as usual.
+#: ``max_length`` and ``cache`` default to values that depend on the trial (None in ``Settings``), resolved by
+#: :func:`settings` from the trial's ``max_new_tokens``.
 LENGTH_KEYS = ("max_length", "cache")
-DEFAULTS: Mapping[str, Any] = {"coef": 1.0, "kinds": ["action"]}
+
+
+@attrs.frozen
+class Settings:
+    """overlong's settings: ``options.overlong`` of a learner (checked when the run config loads; ``max_length``
+    and ``cache`` left at None are the trial's ``max_new_tokens`` and ``max_length // 5``)."""
+
+    max_length: int | None = setting(
+        None,
+        "L_max in tokens; None: the trial's max_new_tokens",
+        validator=attrs.validators.optional(attrs.validators.ge(1)),
+    )
+    cache: int | None = setting(
+        None,
+        "L_cache in tokens, 0 ≤ cache ≤ max_length; None: max_length // 5",
+        validator=attrs.validators.optional(attrs.validators.ge(0)),
+    )
+    coef: float = setting(1.0, "scale of the penalty (DAPO's overlong_penalty_factor)")
+    kinds: tuple[str, ...] = setting(("action",), "sample kinds that are shaped")
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_length is not None and self.cache is not None and self.cache > self.max_length:
+            raise ValueError(f"cache must be between 0 and max_length ({self.max_length}), got {self.cache}")
 
 
 def soft_overlong_penalty(length: int, max_length: int, cache: int) -> float:
@@ -58,23 +82,9 @@ def soft_overlong_penalty(length: int, max_length: int, cache: int) -> float:
     return -1.0
 
 
-def settings(options: Mapping[str, Mapping[str, Any]] | None, trial_max_new_tokens: Any = None) -> dict[str, Any]:
-    """The settings with ``max_length`` and ``cache`` resolved (``trial_max_new_tokens``: the default L_max)."""
-    given = dict((options or {}).get(NAME) or {})
-    lengths = {key: given.pop(key) for key in LENGTH_KEYS if key in given}
-    unknown = sorted(set(given) - set(DEFAULTS))
-    if unknown:
-        raise ConfigError(
-            f"plugin {NAME!r}: unknown setting(s) {', '.join(map(repr, unknown))}; "
-            f"known: {', '.join(sorted([*DEFAULTS, *LENGTH_KEYS]))}"
-        )
-    opts = read_options({NAME: given}, NAME, DEFAULTS)
-    for key, value in lengths.items():
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            raise ConfigError(f"plugin {NAME!r}: setting {key!r} should be an int, got {value!r}")
-    max_length = lengths.get("max_length")
-    if max_length is None:
-        max_length = trial_max_new_tokens
+def lengths(opts: Settings, trial_max_new_tokens: Any = None) -> tuple[int, int]:
+    """``(max_length, cache)`` of ``opts`` with the trial's defaults filled in (``trial_max_new_tokens``: L_max)."""
+    max_length = opts.max_length if opts.max_length is not None else trial_max_new_tokens
     if max_length is None:
         raise ConfigError(
             f"plugin {NAME!r}: set options.{NAME}.max_length (L_max in tokens); this trial does not say its "
@@ -82,22 +92,26 @@ def settings(options: Mapping[str, Mapping[str, Any]] | None, trial_max_new_toke
         )
     if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1:
         raise ConfigError(f"plugin {NAME!r}: max_length must be a positive int, got {max_length!r}")
-    cache = lengths.get("cache")
-    if cache is None:
-        cache = max_length // 5
+    cache = opts.cache if opts.cache is not None else max_length // 5
     if not 0 <= cache <= max_length:
         raise ConfigError(f"plugin {NAME!r}: cache must be between 0 and max_length ({max_length}), got {cache}")
-    if not all(isinstance(kind, str) for kind in opts["kinds"]):
-        raise ConfigError(f"plugin {NAME!r}: kinds must be a list of sample kinds, got {opts['kinds']!r}")
-    return {**opts, "max_length": max_length, "cache": cache}
+    return max_length, cache
+
+
+def settings(options: Mapping[str, Mapping[str, Any]] | None, trial_max_new_tokens: Any = None) -> Settings:
+    """The settings with ``max_length`` and ``cache`` resolved (``trial_max_new_tokens``: the default L_max)."""
+    opts = read_settings(options, NAME, Settings)
+    max_length, cache = lengths(opts, trial_max_new_tokens)
+    return attrs.evolve(opts, max_length=max_length, cache=cache)
 
 
 @hookimpl
 def compute_rewards(trial: TrialRecord, samples: list[Sample]) -> dict[int, dict[str, float]]:
-    opts = settings(trial.spec.options, trial.spec.meta.get("max_new_tokens"))
-    kinds = set(opts["kinds"])
+    opts = read_settings(trial.spec.options, NAME, Settings)
+    max_length, cache = lengths(opts, trial.spec.meta.get("max_new_tokens"))
+    kinds = set(opts.kinds)
     return {
-        i: {TERM: opts["coef"] * soft_overlong_penalty(len(s.completion_ids), opts["max_length"], opts["cache"])}
+        i: {TERM: opts.coef * soft_overlong_penalty(len(s.completion_ids), max_length, cache)}
         for i, s in enumerate(samples)
         if s.kind in kinds
     }

@@ -39,14 +39,28 @@ Hooks: ``compute_advantages``.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
-from arena.core import ConfigError, Sample, hookimpl
-from arena.plugins._options import read_options
+import attrs
+
+from arena.core import Sample, hookimpl, read_settings, setting
 
 NAME = "rae"
-DEFAULTS: Mapping[str, Any] = {"decay": 0.95, "init": 0.0, "update_per": "trajectory"}
 STATE_VERSION = 1
+
+
+@attrs.frozen
+class Settings:
+    """rae's settings: ``options.rae`` of a learner (checked when the run config loads)."""
+
+    decay: float = setting(
+        0.95,
+        "EMA decay of the per-(arena, role) baseline, in [0, 1)",
+        validator=attrs.validators.and_(attrs.validators.ge(0.0), attrs.validators.lt(1.0)),
+    )
+    init: float = setting(0.0, "baseline before the first update of a key")
+    update_per: Literal["trajectory", "sample"] = setting("trajectory", "trajectory (authors' code) or sample")
+
 
 #: (learner, arena, role)
 BaselineKey = tuple[str, str, str]
@@ -97,23 +111,20 @@ def on_last_token(advantage: float, length: int) -> list[float]:
 class RAE:
     """The stateful plugin: per-(learner, arena, role) EMA baselines that persist across batches."""
 
+    #: The config check and ``arena plugins`` find the settings here (the entry point names the class).
+    Settings: TypeAlias = Settings
+
     def __init__(self) -> None:
         self.baselines: dict[BaselineKey, float] = {}
         self.updates: dict[BaselineKey, int] = {}
 
     @hookimpl
     def compute_advantages(self, samples: list[Sample], options: Mapping[str, Mapping[str, Any]]) -> list[list[float]]:
-        opts = read_options(options, NAME, DEFAULTS)
-        if not 0.0 <= opts["decay"] < 1.0:
-            raise ConfigError(f"plugin {NAME!r}: decay must be in [0, 1), got {opts['decay']}")
-        if opts["update_per"] not in ("trajectory", "sample"):
-            raise ConfigError(
-                f"plugin {NAME!r}: update_per must be 'trajectory' or 'sample', got {opts['update_per']!r}"
-            )
+        opts = read_settings(options, NAME, Settings)
         keys: list[BaselineKey] = [(s.learner, str(s.meta.get("arena", "")), s.agent) for s in samples]
         trajectories: list[Hashable] = (
             [(s.learner, s.trial_id, s.episode, s.agent) for s in samples]
-            if opts["update_per"] == "trajectory"
+            if opts.update_per == "trajectory"
             else list(range(len(samples)))
         )
         advantages, self.baselines = rae_advantages(
@@ -121,8 +132,8 @@ class RAE:
             keys,
             trajectories,
             self.baselines,
-            decay=opts["decay"],
-            init=opts["init"],
+            decay=opts.decay,
+            init=opts.init,
             update_values=[game_return(s) for s in samples],
         )
         seen: set[Hashable] = set()

@@ -20,11 +20,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from arena.core import Sample, hookimpl
-from arena.plugins._options import read_options
+import attrs
+
+from arena.core import Sample, hookimpl, read_settings
 
 NAME = "reinforce"
-DEFAULTS: Mapping[str, Any] = {}
+
+
+@attrs.frozen
+class Settings:
+    """reinforce's settings: ``options.reinforce`` of a learner. It has none; a key given there is an error."""
 
 
 def reinforce_advantages(returns: Sequence[float]) -> list[float]:
@@ -37,5 +42,5 @@ def reinforce_advantages(returns: Sequence[float]) -> list[float]:
 
 @hookimpl
 def compute_advantages(samples: list[Sample], options: Mapping[str, Mapping[str, Any]]) -> list[float]:
-    read_options(options, NAME, DEFAULTS)  # no settings; rejects misspelt ones
+    read_settings(options, NAME, Settings)  # no settings; rejects misspelt ones
     return reinforce_advantages([s.ret for s in samples])

@@ -21,11 +21,16 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from arena.core import Sample, group_members, hookimpl
-from arena.plugins._options import read_options
+import attrs
+
+from arena.core import Sample, group_members, hookimpl, read_settings
 
 NAME = "rloo"
-DEFAULTS: Mapping[str, Any] = {}
+
+
+@attrs.frozen
+class Settings:
+    """rloo's settings: ``options.rloo`` of a learner. It has none; a key given there is an error."""
 
 
 def rloo_advantages(returns: Sequence[float], groups: Sequence[Hashable]) -> list[float]:
@@ -46,5 +51,5 @@ def rloo_advantages(returns: Sequence[float], groups: Sequence[Hashable]) -> lis
 
 @hookimpl
 def compute_advantages(samples: list[Sample], options: Mapping[str, Mapping[str, Any]]) -> list[float]:
-    read_options(options, NAME, DEFAULTS)  # no settings; rejects misspelt ones
+    read_settings(options, NAME, Settings)  # no settings; rejects misspelt ones
     return rloo_advantages([s.ret for s in samples], [s.group_id for s in samples])

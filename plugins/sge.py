@@ -81,14 +81,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
 import numpy as np
 
 from arena.core import (
     ActionPlan,
-    ConfigError,
     EpisodeRecord,
     Segment,
     TrialRecord,
@@ -96,8 +95,9 @@ from arena.core import (
     Turn,
     derive_seed,
     hookimpl,
+    read_settings,
+    setting,
 )
-from arena.plugins._options import read_options
 
 NAME = "sge"
 STATE_VERSION = 1
@@ -106,25 +106,60 @@ _STRATEGY = re.compile(re.escape(STRATEGY_OPEN) + r"(.*?)" + re.escape(STRATEGY_
 
 NONE, NEGATIVE, POSITIVE = "none", "negative", "positive"
 
-DEFAULTS: Mapping[str, Any] = {
-    "strategy_temperature": 1.2,
-    "action_temperature": 0.7,
-    "top_p": 1.0,
-    "strategy_max_tokens": 96,
-    "mixed_temperature": True,
-    "instruction": "First write a short strategy inside <strategy>...</strategy>, then your move.",
-    "instruction_free_text": "First write a short strategy inside <strategy>...</strategy>, then your code.",
-    "reflection": True,
-    "p_negative": 0.25,
-    "p_positive": 0.1,
-    "buffer_size": 32,
-    "negative_instruction": (
+_ge, _le = attrs.validators.ge, attrs.validators.le
+_probability = attrs.validators.and_(_ge(0.0), _le(1.0))
+
+
+@attrs.frozen
+class Settings:
+    """sge's settings: ``options.sge`` of a learner (checked when the run config loads)."""
+
+    strategy_temperature: float = setting(1.2, "T_s, the strategy segment's temperature", validator=_ge(0.0))
+    action_temperature: float = setting(
+        0.7, "T_a, the temperature of everything after the strategy", validator=_ge(0.0)
+    )
+    top_p: float = setting(
+        1.0,
+        "nucleus of both segments, in (0, 1] (1: exact recomputed log-probs)",
+        validator=attrs.validators.and_(attrs.validators.gt(0.0), _le(1.0)),
+    )
+    strategy_max_tokens: int = setting(96, "budget of the strategy segment", validator=_ge(1))
+    mixed_temperature: bool = setting(True, "ablation false: one segment at T_a")
+    instruction: str = setting(
+        "First write a short strategy inside <strategy>...</strategy>, then your move.", "strategy prompt"
+    )
+    instruction_free_text: str = setting(
+        "First write a short strategy inside <strategy>...</strategy>, then your code.",
+        "strategy prompt of free-text arenas (no legal moves)",
+    )
+    reflection: bool = setting(True, "ablation false: no buffers, no reflection prompts")
+    p_negative: float = setting(0.25, "probability of a failed-sequence reflection per rollout", validator=_probability)
+    p_positive: float = setting(
+        0.1,
+        "probability of a successful-sequence reflection (0.5 for AppWorld in the paper)",
+        validator=_probability,
+    )
+    buffer_size: int = setting(32, "FIFO size of each per-task buffer", validator=_ge(1))
+    negative_instruction: str = setting(
         "Critique those strategies: inside <strategy>...</strategy>, say in a few words why they failed, then "
-        "write a different, better strategy."
-    ),
-    "positive_instruction": "Write a new strategy inside <strategy>...</strategy>, inspired by those.",
-    "reflection_max_chars": 2000,
-}
+        "write a different, better strategy.",
+        "request after a failed sequence",
+    )
+    positive_instruction: str = setting(
+        "Write a new strategy inside <strategy>...</strategy>, inspired by those.",
+        "request after a successful sequence",
+    )
+    reflection_max_chars: int = setting(
+        2000, "a shown sequence, and its feedback, are each cut to this many characters", validator=_ge(1)
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if self.p_negative + self.p_positive > 1.0:
+            raise ValueError(
+                "p_negative + p_positive must be at most 1 (the draws are exclusive), "
+                f"got {self.p_negative} + {self.p_positive}"
+            )
+
 
 NEGATIVE_HEADER = "An earlier attempt at this task failed. The strategies you wrote in it, step by step:"
 POSITIVE_HEADER = "An earlier attempt at this task succeeded. The strategies you wrote in it, step by step:"
@@ -134,26 +169,9 @@ FEEDBACK_HEADER = "Feedback from the environment on that attempt:"
 TaskKey = tuple[str, str, int, int, str]
 
 
-def settings(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
-    """``DEFAULTS`` overridden by ``options["sge"]``; unknown keys, wrong kinds and out-of-range values raise."""
-    opts = read_options(options, NAME, DEFAULTS)
-    for key in ("p_negative", "p_positive"):
-        if not 0.0 <= opts[key] <= 1.0:
-            raise ConfigError(f"plugin {NAME!r}: {key} must be in [0, 1], got {opts[key]}")
-    if opts["p_negative"] + opts["p_positive"] > 1.0:
-        raise ConfigError(
-            f"plugin {NAME!r}: p_negative + p_positive must be at most 1 (the draws are exclusive), "
-            f"got {opts['p_negative']} + {opts['p_positive']}"
-        )
-    for key in ("strategy_temperature", "action_temperature"):
-        if opts[key] < 0:
-            raise ConfigError(f"plugin {NAME!r}: {key} must be >= 0, got {opts[key]}")
-    if not 0.0 < opts["top_p"] <= 1.0:
-        raise ConfigError(f"plugin {NAME!r}: top_p must be in (0, 1], got {opts['top_p']}")
-    for key in ("strategy_max_tokens", "buffer_size", "reflection_max_chars"):
-        if opts[key] < 1:
-            raise ConfigError(f"plugin {NAME!r}: {key} must be at least 1, got {opts[key]}")
-    return opts
+def settings(options: Mapping[str, Mapping[str, Any]] | None) -> Settings:
+    """``options["sge"]`` read into :class:`Settings`; unknown keys, wrong types and out-of-range values raise."""
+    return read_settings(options, NAME, Settings)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -218,16 +236,16 @@ def render_sequence(sequence: StrategySequence, max_chars: int = 2000) -> str:
     return _cut("\n".join(lines), max_chars)
 
 
-def reflection_text(kind: str, sequence: StrategySequence, opts: Mapping[str, Any]) -> str:
+def reflection_text(kind: str, sequence: StrategySequence, opts: Settings) -> str:
     """The prompt paragraphs of a ``negative`` or ``positive`` reflection about ``sequence``."""
-    limit = opts["reflection_max_chars"]
+    limit = opts.reflection_max_chars
     if kind == NEGATIVE:
         parts = [NEGATIVE_HEADER + "\n" + render_sequence(sequence, limit)]
         if sequence.feedback.strip():
             parts.append(FEEDBACK_HEADER + "\n" + _cut(sequence.feedback.strip(), limit))
-        parts.append(opts["negative_instruction"])
+        parts.append(opts.negative_instruction)
     elif kind == POSITIVE:
-        parts = [POSITIVE_HEADER + "\n" + render_sequence(sequence, limit), opts["positive_instruction"]]
+        parts = [POSITIVE_HEADER + "\n" + render_sequence(sequence, limit), opts.positive_instruction]
     else:
         raise ValueError(f"no reflection text for kind {kind!r}")
     return "\n\n".join(parts)
@@ -254,7 +272,7 @@ def recurring_tasks(options: Mapping[str, Mapping[str, Any]] | None) -> list[str
     """The mechanisms ``options`` enable that need a task key to recur across iterations (``task_pool``), for
     the run set-up's warning (``arena.core.learn.task_recurrence``): strategy reflection, unless it is off."""
     opts = settings(options)
-    if not opts["reflection"] or opts["p_negative"] + opts["p_positive"] == 0:
+    if not opts.reflection or opts.p_negative + opts.p_positive == 0:
         return []
     return ["strategy reflection (per-task buffers keyed by the trial seed, read from the next iteration on)"]
 
@@ -286,6 +304,9 @@ _NO_DRAW = _Draw(NONE)
 class SGE:
     """The stateful plugin: per-task FIFO buffers of failed and successful strategy sequences."""
 
+    #: The config check and ``arena plugins`` find the settings here (the entry point names the class).
+    Settings: TypeAlias = Settings
+
     def __init__(self) -> None:
         self.failed: dict[TaskKey, list[StrategySequence]] = {}
         self.successful: dict[TaskKey, list[StrategySequence]] = {}
@@ -315,17 +336,17 @@ class SGE:
 
     # -- hooks -----------------------------------------------------------------------------------------------
 
-    def _draw(self, turn: Turn, opts: Mapping[str, Any]) -> _Draw:
+    def _draw(self, turn: Turn, opts: Settings) -> _Draw:
         trial = turn.trial
         cache_key = (str(trial.meta.get("learner", "")), trial.trial_id, turn.seat)
         cached = self._draws.get(cache_key)
         if cached is not None:
             return cached
-        self.commit(_iteration(trial), opts["buffer_size"])
+        self.commit(_iteration(trial), opts.buffer_size)
         key = task_key(trial, turn.seat)
         failed, successful = self.failed.get(key, []), self.successful.get(key, [])
         seed = derive_seed(trial.seed, trial.trial_id, NAME, turn.seat)
-        kind, index = draw_reflection(seed, len(failed), len(successful), opts["p_negative"], opts["p_positive"])
+        kind, index = draw_reflection(seed, len(failed), len(successful), opts.p_negative, opts.p_positive)
         if kind == NEGATIVE:
             assert index is not None
             draw = _Draw(kind, failed[index], index)
@@ -340,8 +361,8 @@ class SGE:
     @hookimpl
     def pre_action(self, turn: Turn) -> ActionPlan:
         opts = settings(turn.trial.options)
-        instruction = opts["instruction"] if turn.legal_moves else opts["instruction_free_text"]
-        draw = self._draw(turn, opts) if opts["reflection"] and turn.trial.training else _NO_DRAW
+        instruction = opts.instruction if turn.legal_moves else opts.instruction_free_text
+        draw = self._draw(turn, opts) if opts.reflection and turn.trial.training else _NO_DRAW
         parts = [instruction]
         meta: dict[str, Any] = {"reflection": draw.kind}
         if draw.sequence is not None:
@@ -352,18 +373,18 @@ class SGE:
                 "index": draw.index,
             }
         segments: tuple[Segment, ...]
-        if opts["mixed_temperature"]:
+        if opts.mixed_temperature:
             segments = (
                 Segment(
-                    temperature=opts["strategy_temperature"],
-                    top_p=opts["top_p"],
+                    temperature=opts.strategy_temperature,
+                    top_p=opts.top_p,
                     stop=(STRATEGY_CLOSE,),
-                    max_new_tokens=opts["strategy_max_tokens"],
+                    max_new_tokens=opts.strategy_max_tokens,
                 ),
-                Segment(temperature=opts["action_temperature"], top_p=opts["top_p"]),
+                Segment(temperature=opts.action_temperature, top_p=opts.top_p),
             )
         else:
-            segments = (Segment(temperature=opts["action_temperature"], top_p=opts["top_p"]),)
+            segments = (Segment(temperature=opts.action_temperature, top_p=opts.top_p),)
         return ActionPlan(instructions="\n\n".join(parts), segments=segments, source=NAME, meta=meta)
 
     @hookimpl
@@ -373,10 +394,10 @@ class SGE:
         for cache_key in [k for k in self._draws if k[0] == learner and k[1] == spec.trial_id]:
             del self._draws[cache_key]
         opts = settings(spec.options)
-        if not spec.training or not opts["reflection"]:
+        if not spec.training or not opts.reflection:
             return
         iteration = _iteration(spec)
-        self.commit(iteration, opts["buffer_size"])
+        self.commit(iteration, opts.buffer_size)
         for episode in trial.episodes:
             for (seat, agent), strategies in episode_sequences(episode).items():
                 success = episode.outcomes.get(agent) == "win"
@@ -389,7 +410,7 @@ class SGE:
                 )
                 key = task_key(spec, seat)
                 if iteration is None:
-                    self.add(key, success, sequence, opts["buffer_size"])
+                    self.add(key, success, sequence, opts.buffer_size)
                 else:
                     self.pending.append((key, success, sequence))
 

@@ -39,7 +39,7 @@ def test_rps_types_triplet_differs_only_in_credit_and_memory() -> None:
         assert other.unseen == m.unseen == ["rps-scissors"]
         assert (other.iterations, other.groups, other.group_size) == (m.iterations, m.groups, m.group_size)
     assert g.learners[0].plugins == ["grpo"]
-    a, b = (mage.settings(c.learners[0].options) for c in (m, g_mem))
+    a, b = (attrs.asdict(mage.settings(c.learners[0].options)) for c in (m, g_mem))
     assert {k for k in a if a[k] != b[k]} == {"reward", "gamma_traj", "w"}
 
 
@@ -60,7 +60,7 @@ def _group(returns: list[list[float]]) -> list[Sample]:
 @pytest.mark.parametrize("std_norm", [False, True])
 def test_the_grpo_twins_compute_grpo_advantages_on_per_episode_returns(std_norm: bool) -> None:
     options = load_config(TrainConfig, "doors_grpo").learners[0].options
-    opts = mage.settings({"mage": {**options["mage"], "std_norm": std_norm}})
+    opts = attrs.asdict(mage.settings({"mage": {**options["mage"], "std_norm": std_norm}}))
     samples = _group([[0, 1, 1], [1, 1, 1], [0, 0, 1], [0, 0, 0]])
     returns = mage.compute_returns(samples, {"mage": opts})
     assert returns == [s.reward for s in samples]  # G = R(τ_n): no credit from later episodes
@@ -68,5 +68,5 @@ def test_the_grpo_twins_compute_grpo_advantages_on_per_episode_returns(std_norm:
     got = mage.compute_advantages(samples, {"mage": opts})
     assert got == pytest.approx(grpo_advantages([s.reward for s in samples], ["g"] * len(samples), std_norm=std_norm))
     # MAGE's own settings do not: the scout trial's episode 1 (return 0) gets credit from episode 2
-    full = mage.settings(load_config(TrainConfig, "doors_mage").learners[0].options)
+    full = attrs.asdict(mage.settings(load_config(TrainConfig, "doors_mage").learners[0].options))
     assert mage.compute_returns(samples, {"mage": full})[0] == pytest.approx(0.6)

@@ -198,13 +198,17 @@ def test_evaluation_trials_are_plain_unless_eval_memory() -> None:
 
 
 def test_bad_settings_are_errors() -> None:
-    with pytest.raises(ConfigError, match="unknown setting"):
+    with pytest.raises(ConfigError, match=r"unknown key 'options\.empo2\.top-k' \(did you mean 'top_k'\?\)"):
         empo2.settings({"empo2": {"top-k": 3}})
-    with pytest.raises(ConfigError, match="p must be in"):
+    with pytest.raises(ConfigError, match=r"'p' must be <= 1\.0: 1\.5"):
         empo2.settings({"empo2": {"p": 1.5}})
-    with pytest.raises(ConfigError, match="novelty must be one of"):
+    with pytest.raises(ConfigError, match="'top_k' must be >= 1: 0"):
+        empo2.settings({"empo2": {"top_k": 0}})
+    with pytest.raises(ConfigError, match=r"'retrieve_threshold' must be >= -1\.0: -2\.0"):
+        empo2.settings({"empo2": {"retrieve_threshold": -2.0}})
+    with pytest.raises(ConfigError, match=r"key 'options\.empo2\.novelty' expects one of 'states', 'retrieval', 'off'"):
         empo2.settings({"empo2": {"novelty": "yes"}})
-    with pytest.raises(ConfigError, match="memory_entries"):
+    with pytest.raises(ConfigError, match=r"key 'options\.empo2\.memory_entries' expects one of 'step', 'episode'"):
         empo2.settings({"empo2": {"memory_entries": "all"}})
 
 

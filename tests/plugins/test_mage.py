@@ -311,10 +311,14 @@ def test_reflection_anchors_stay_within_group_and_opponent_and_follow_per_episod
 def test_unknown_settings_and_modes_are_errors() -> None:
     with pytest.raises(ConfigError, match="std_nrom"):
         mage.compute_advantages(samples=[], options={"mage": {"std_nrom": True}})
-    with pytest.raises(ConfigError, match="memory must be one of"):
+    with pytest.raises(ConfigError, match=r"unknown key 'options\.mage\.memry' \(did you mean 'memory'\?\)"):
+        mage.settings({"mage": {"memry": "history_only"}})
+    with pytest.raises(ConfigError, match=r"key 'options\.mage\.memory' expects one of 'reflection_only', "):
         mage.settings({"mage": {"memory": "everything"}})
-    with pytest.raises(ConfigError, match="reward must be one of"):
+    with pytest.raises(ConfigError, match=r"key 'options\.mage\.reward' expects one of 'differential', 'cumulative'"):
         mage.settings({"mage": {"reward": "sparse"}})
+    with pytest.raises(ConfigError, match="'max_new_tokens' must be >= 2: 1"):
+        mage.settings({"mage": {"max_new_tokens": 1}})
 
 
 def test_mage_and_another_estimator_cannot_share_a_learner() -> None:

@@ -410,8 +410,10 @@ def test_no_mixed_rollouts_after_decay_and_group_size_checks() -> None:
         plugin.pre_action(turn(spec(0, 8)))
     with pytest.raises(ConfigError, match="expert"):
         plugin.pre_action(turn(spec(0, 0, options={"mentor": {}})))
-    with pytest.raises(ConfigError, match="unknown setting"):
+    with pytest.raises(ConfigError, match=r"unknown key 'options\.mentor\.gama'"):
         plugin.pre_action(turn(spec(0, 0, options={"mentor": {"expert": "x", "gama": 2.0}})))
+    with pytest.raises(ConfigError, match="'on_policy' must be >= 2: 1"):
+        plugin.pre_action(turn(spec(0, 0, options={"mentor": {"expert": "x", "on_policy": 1}})))
     assert plugin.pre_action(turn(spec(1, 5, training=False))) is None
     # A group of 6 trials (group_size 6 with on_policy + mixed = 8) is caught when its advantages are computed.
     for k in range(6):

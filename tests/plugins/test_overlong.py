@@ -84,12 +84,18 @@ def test_missing_budget_names_the_option() -> None:
 @pytest.mark.parametrize(
     ("given", "message"),
     [
-        ({"max_len": 10}, "unknown setting.*'max_len'.*known: cache, coef, kinds, max_length"),
-        ({"max_length": "long"}, "'max_length' should be an int"),
-        ({"max_length": 0}, "max_length must be a positive int"),
-        ({"max_length": 10, "cache": 11}, "cache must be between 0 and max_length"),
-        ({"coef": "big"}, "'coef' should be a float"),
-        ({"kinds": [1]}, "kinds must be a list"),
+        (
+            {"max_len": 10},
+            r"unknown key 'options\.overlong\.max_len' \(did you mean 'max_length'\?\); "
+            "expected one of: max_length, cache, coef, kinds",
+        ),
+        ({"max_length": "long"}, r"key 'options\.overlong\.max_length' expects int \| None, got str 'long'"),
+        ({"max_length": 0}, "'max_length' must be >= 1: 0"),
+        ({"cache": -1}, "'cache' must be >= 0: -1"),
+        ({"max_length": 10, "cache": 11}, r"cache must be between 0 and max_length \(10\), got 11"),
+        ({"cache": 21}, r"cache must be between 0 and max_length \(20\), got 21"),  # against the trial's budget
+        ({"coef": "big"}, r"key 'options\.overlong\.coef' expects float, got str 'big'"),
+        ({"kinds": "action"}, r"key 'options\.overlong\.kinds' expects tuple\[str, \.\.\.\]"),
     ],
 )
 def test_bad_settings_are_config_errors(given: dict[str, Any], message: str) -> None:

@@ -1,7 +1,8 @@
 """Each plugin's settings table (its docstring) names exactly the settings it reads, with their real defaults.
 
 The table is what a user reads and what METHODS.md is checked against; ``arena plugins --json`` prints the
-``DEFAULTS`` the code uses. A default changed in one place and not the other (issue 22 changed three) fails here.
+fields of the plugin's ``Settings`` class (name, type, default, doc), the defaults the code uses. A default changed in
+one place and not the other (issue 22 changed three) fails here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
+from arena.core.api.settings import describe_settings, settings_class
 from arena.core.cli.main import cli
 
 WITH_TABLES = [
@@ -28,6 +30,8 @@ WITH_TABLES = [
     "mentor",
     "overlong",
     "rae",
+    "reinforce",
+    "rloo",
     "sge",
 ]
 ROW = re.compile(r"^\| ``(\w+)`` \| (.*?) \|", re.MULTILINE)
@@ -50,12 +54,20 @@ def table_value(text: str) -> object:
         return literal  # a bare word such as ``trajectory``
 
 
+def defaults(name: str) -> dict[str, object]:
+    """The plugin's settings and their defaults, as ``arena plugins --json`` prints them (tuples as lists)."""
+    cls = settings_class(importlib.import_module(f"arena.plugins.{name}"))
+    assert cls is not None, f"{name} declares no Settings class"
+    return {field["name"]: field["default"] for field in describe_settings(cls)}
+
+
 @pytest.mark.parametrize("name", WITH_TABLES)
 def test_settings_table_matches_the_defaults(name: str) -> None:
     module = importlib.import_module(f"arena.plugins.{name}")
     rows = dict(ROW.findall(module.__doc__ or ""))
     derived = DERIVED.get(name, set())
-    assert set(rows) - derived == set(module.DEFAULTS) - derived, f"{name}: table and DEFAULTS name other settings"
+    code = defaults(name)
+    assert set(rows) - derived == set(code) - derived, f"{name}: table and Settings name other settings"
     for key, text in rows.items():
         if key in derived:
             continue
@@ -63,19 +75,32 @@ def test_settings_table_matches_the_defaults(name: str) -> None:
         if value is ...:
             continue  # a long instruction text, summarised in the table
         if isinstance(value, str) and value.endswith("…"):
-            assert str(module.DEFAULTS[key]).startswith(value.removesuffix("…").strip()), f"{name}.{key}"
+            assert str(code[key]).startswith(value.removesuffix("…").strip()), f"{name}.{key}"
             continue
-        assert value == module.DEFAULTS[key], f"{name}.{key}: table says {text}, code uses {module.DEFAULTS[key]!r}"
+        assert value == code[key], f"{name}.{key}: table says {text}, code uses {code[key]!r}"
+
+
+@pytest.mark.parametrize("name", ["empo2", "mentor", "rae", "sge"])
+def test_a_plugin_class_carries_its_settings(name: str) -> None:
+    """Entry points of stateful plugins name the class: the config check finds ``Settings`` on it."""
+    module = importlib.import_module(f"arena.plugins.{name}")
+    (plugin_class,) = {getattr(module, attr) for attr in ("EMPO2", "Mentor", "RAE", "SGE") if hasattr(module, attr)}
+    assert settings_class(plugin_class) is module.Settings
 
 
 def test_arena_plugins_json_shows_each_plugins_defaults() -> None:
     result = CliRunner().invoke(cli, ["plugins", "--json"])
     assert result.exit_code == 0, result.output
     by_name = {p["name"]: p for p in json.loads(result.output)}
-    assert by_name["mage"]["settings"]["reflection_anchor"] is True
-    assert by_name["mentor"]["settings"]["old_logprobs"] == "policy"
-    assert by_name["herl"]["settings"]["temperature"] == 0.3
+    fields = {p: {f["name"]: f for f in by_name[p]["settings"]} for p in ("mage", "mentor", "herl", "overlong")}
+    anchor = fields["mage"]["reflection_anchor"]
+    assert (anchor["type"], anchor["default"]) == ("bool", True) and "reflection" in anchor["doc"]
+    assert fields["mage"]["memory"]["type"] == "Literal['reflection_only', 'history_only', 'history_and_reflection']"
+    assert fields["mentor"]["old_logprobs"]["default"] == "policy"
+    assert fields["herl"]["temperature"]["default"] == 0.3
+    assert fields["overlong"]["kinds"]["type"] == "tuple[str, ...]"
+    assert fields["overlong"]["kinds"]["default"] == ["action"]
     for name in WITH_TABLES:
-        assert by_name[name]["settings"] == json.loads(
-            json.dumps(importlib.import_module(f"arena.plugins.{name}").DEFAULTS)
-        )
+        printed = {f["name"]: f["default"] for f in by_name[name]["settings"]}
+        assert printed == json.loads(json.dumps(defaults(name))), name
+        assert all(f["doc"] for f in by_name[name]["settings"]), f"{name}: a setting without a doc"
