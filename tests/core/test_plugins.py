@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from arena.core import MemoryItem, hookimpl
+from arena.core import hookimpl
 from arena.core.api.errors import PluginError, UnknownNameError
 from arena.core.host.plugins import PluginSet, installed_plugins, spec_names
 
@@ -95,19 +95,6 @@ def test_failure_inside_a_hook_names_plugin_and_hook() -> None:
     plugins = PluginSet(["broken"], extra={"broken": Broken()})
     with pytest.raises(PluginError, match=r"plugin 'broken' failed in hook 'trial_start': ValueError: boom"):
         plugins.call("trial_start", trial=None)
-
-
-def test_results_come_back_in_config_order() -> None:
-    class Say:
-        def __init__(self, word: str) -> None:
-            self.word = word
-
-        @hookimpl
-        def retrieve_memory(self, turn: Any) -> list[MemoryItem]:
-            return [MemoryItem(text=self.word, section="words")]
-
-    plugins = PluginSet(["z", "a"], extra={"a": Say("a"), "z": Say("z")})
-    assert [[m.text for m in items] for items in plugins.call("retrieve_memory", turn=None)] == [["z"], ["a"]]
 
 
 def test_a_plugin_class_gets_one_instance_per_set_and_its_state_is_declared() -> None:
