@@ -62,7 +62,7 @@ lint: dev
 		-p arena.core -p arena.arenas -p arena.plugins -p arena.populations
 
 test: dev lint
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=15
 	$(MAKE) test-vllm
 
 test-fast: dev
