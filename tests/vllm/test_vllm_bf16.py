@@ -100,11 +100,27 @@ def test_bf16_logprobs_are_as_close_to_float32_as_hf_bf16_is(engine: Any, float3
     assert report["vllm_mean"] < 2 * report["hf_bf16_mean"] + 0.005
 
 
+#: How far (in log-prob) below the reference's best token an engine token may be and still count as greedy.
+NEAR_TIE = 0.1
+
+
+def greedy_gap(model: Any, prompt: list[int], answer: list[int]) -> float:
+    """The largest (best log-prob - chosen token's log-prob) over ``answer``, teacher-forced after ``prompt``."""
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([list(prompt) + list(answer)])).logits[0].float()
+    logprobs = torch.log_softmax(logits[len(prompt) - 1 : len(prompt) - 1 + len(answer)], dim=-1)
+    chosen = logprobs[torch.arange(len(answer)), torch.tensor(answer)]
+    return float((logprobs.max(dim=-1).values - chosen).max())
+
+
 def test_bf16_engine_takes_synced_weights(engine: Any, float32_model: Any) -> None:
     """Weights trained elsewhere (here: tiny with every matrix nudged, then held in bf16 as a bf16 trainer holds
     them) reach the engine. After the sync its log-probs follow the new weights, not the old ones, and its greedy
-    moves on the action prompts (short, peaked answers) are the new weights' float32 greedy moves. Free text is
-    not compared token by token: there a bf16 near-tie flips a token within a few (seen here at the third)."""
+    moves on the action prompts are greedy under the new weights in float32: every token the engine picks is within
+    ``NEAR_TIE`` of the reference's best log-prob at that position (teacher-forced on the engine's own answer). An
+    exact token match is too strict: a tiny built on another CPU has a bf16 near-tie on the second action prompt
+    (2026-12-02: the engine took token 3104 where float32 takes 3585, the same at 07aa53a and after the redesign);
+    the old weights' answers are far from greedy under the new ones, so the check still fails without a sync."""
     nudged = copy.deepcopy(float32_model)
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
@@ -137,6 +153,8 @@ def test_bf16_engine_takes_synced_weights(engine: Any, float32_model: Any) -> No
     report = {"sync_s": seconds, "to_new_mean": float(to_new.mean()), "to_old_mean": float(to_old.mean())}
     print(json.dumps(report))
     # Measured on CPU: 0.018 to the new weights, 1.53 to the old ones.
-    assert after == expected
+    gaps = [greedy_gap(reference, engine.prompt_ids(r), a) for r, a in zip(greedy, after, strict=True)]
+    assert max(gaps) < NEAR_TIE, (gaps, after, expected)
+    assert max(greedy_gap(reference, engine.prompt_ids(r), b) for r, b in zip(greedy, before, strict=True)) > NEAR_TIE
     assert report["to_new_mean"] < 0.05
     assert report["to_old_mean"] > 10 * report["to_new_mean"]
