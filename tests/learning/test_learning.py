@@ -65,6 +65,7 @@ def episode_wins(trials: dict[str, list[TrialRecord]], seat_spec: str, episode: 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # 487 s alone on 2 cores (2026-12-02); 600 s was hit with other tests beside it
 def test_mage_on_tiny_does_not_lose_ground_within_a_trial(tmp_path: Path, model_cache: None) -> None:
     """Ten MAGE iterations on the Kuhn pool (about 4 minutes on 2 cores), then 100 trials of 3 episodes per training
     opponent on the run's evaluation deals, beside the untrained model on the same deals.
