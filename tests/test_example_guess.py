@@ -14,24 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_example_plugin import arena, pip
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "arena-guess"
 SEATS = ("--seat", "model:scripted", "--seat", "guess-bot")  # guesser (seat 0), hider (seat 1)
 MEMORY = "What earlier episodes of this trial showed:"
-
-
-def pip(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
-def arena(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arena.core.cli.main", *args], capture_output=True, text=True, timeout=600
-    )
 
 
 @pytest.fixture(scope="module")
