@@ -248,11 +248,13 @@ class PluginSet:
             name = self._culprit(caller, exc)
             where = f"plugin {name!r}" if name else "a plugin"
             raise PluginError(f"{where} failed in hook {hook!r}: {type(exc).__name__}: {exc}") from exc
+        if result is None or _expected(hook) is None:  # most hooks: nothing to check
+            return result
         firstresult = bool(caller.spec is not None and caller.spec.opts.get("firstresult"))
-        for value in ([result] if firstresult else result) if result is not None else ():
+        for value in [result] if firstresult else result:
             problem = result_problem(hook, value)
             if problem is not None:
-                owners = [n for n in self.implements(hook) if n]
+                owners = self.implements(hook)
                 who = f"plugin {owners[0]!r}" if len(owners) == 1 else f"one of the plugins {', '.join(owners)}"
                 raise PluginError(f"{who} returned {problem} from hook {hook!r}")
         return result
