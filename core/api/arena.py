@@ -119,7 +119,8 @@ class Opponent(Protocol):
     name: str
 
     def act(self, view: SeatView) -> int:
-        """Return a legal action id for ``view``."""
+        """Return a legal action id for ``view``; in a free-text arena (its adapter has ``parse_answer``, as
+        TextArena's games do) the env's own action, a string, which the env judges."""
         ...
 
 

@@ -424,6 +424,13 @@ class RolloutEngine:
     def _opponent_decision(
         self, state: _TrialState, episode: int, seat: _Seat, view: SeatView, index: int
     ) -> _Decision:
+        if getattr(state.adapter, "parse_answer", None) is not None:
+            # A free-text arena (TextArena's games): the opponent's action is the env's own text, and the env
+            # judges it, as it judges a model's parsed answer.
+            text_action = seat.opponent.act(view)
+            name = state.adapter.action_name(view, text_action)
+            step = Step(episode=episode, index=index, agent=seat.agent, seat=seat.index, action=text_action, move=name)
+            return _Decision(step=step, action=text_action, forfeit=False)
         action = int(seat.opponent.act(view))
         legal = view.legal_actions()
         if action not in legal:
