@@ -173,7 +173,7 @@ def episode_transcript(episode: EpisodeRecord, agent: str) -> str:
     for step in episode.steps:
         who = f"you ({agent})" if step.agent == agent else step.agent
         note = f" (invalid answer: {step.error})" if step.invalid else ""
-        lines.append(f"- Step {step.index + 1}, {who}: {step.move}{note}")
+        lines.append(f"- Step {step.index + 1}, {who}: {step.move_seen_by(agent)}{note}")
         if step.agent == agent and step.observation:
             lines.append("  What you saw: " + step.observation.strip().replace("\n", "\n  "))
     return "\n".join(lines) or "- (no moves)"

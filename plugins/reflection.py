@@ -27,7 +27,7 @@ def episode_transcript(episode: EpisodeRecord, agent: str) -> str:
     for step in episode.steps:
         who = "you" if step.agent == agent else step.agent
         note = f" (invalid answer: {step.error})" if step.invalid else ""
-        lines.append(f"- Step {step.index + 1}, {who}: {step.move}{note}")
+        lines.append(f"- Step {step.index + 1}, {who}: {step.move_seen_by(agent)}{note}")
     return "\n".join(lines) or "- (no moves)"
 
 

@@ -48,6 +48,10 @@ class Step:
 
     ``invalid`` says the seat's final answer was not a legal move (``error`` says why); ``attempts`` counts the
     answers it took (more than one under the ``retry`` policy).
+
+    ``move`` is the name the acting seat chose (its own view's ``Move.name``, which may name private things:
+    "hide 9"); ``public_move`` is the adapter's ``action_name`` at the acting seat's view, the name every other
+    seat is shown (``None`` when it equals ``move``). Read it through ``move_seen_by``.
     """
 
     episode: int
@@ -67,6 +71,14 @@ class Step:
     plans: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     #: A plan said the answer was not sampled from the policy alone (``ActionPlan.recompute_old``).
     recompute_old: bool = False
+    #: The name other seats see (``action_name`` at the acting seat's view), when it differs from ``move``.
+    public_move: str | None = None
+
+    def move_seen_by(self, agent: str) -> str:
+        """The move's name as ``agent`` may see it: its own name for its own steps, the public name otherwise."""
+        if agent == self.agent or self.public_move is None:
+            return self.move
+        return self.public_move
 
     @property
     def invalid_answers(self) -> int:

@@ -556,13 +556,20 @@ class RolloutEngine:
                     results[i] = self._text_decision(turn, prompts[i], completion, attempts[i], parsed)
                     continue
                 results[i] = self._answer_decision(state, turn, prompts[i], completion, attempts[i], None, error)
-        return [
-            attrs.evolve(r, step=attrs.evolve(r.step, plans=plans[i][4], recompute_old=plans[i][5]))
-            if plans[i][4] or plans[i][5]
-            else r
-            for i, r in enumerate(results)
-            if r is not None
-        ]
+        decisions = []
+        for i, r in enumerate(results):
+            assert r is not None
+            changes: dict[str, Any] = {}
+            if plans[i][4] or plans[i][5]:
+                changes.update(plans=plans[i][4], recompute_old=plans[i][5])
+            if r.step.action is not None:
+                # Other seats see the adapter's public name of the move, not the actor's own Move.name, which may
+                # name what only the actor knows ("hide 9"); taken at the actor's view, before the env steps.
+                public = state.adapter.action_name(llm[i][2], r.step.action)
+                if public != r.step.move:
+                    changes["public_move"] = public
+            decisions.append(attrs.evolve(r, step=attrs.evolve(r.step, **changes)) if changes else r)
+        return decisions
 
     def _text_decision(
         self,

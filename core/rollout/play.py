@@ -117,6 +117,7 @@ def trial_to_json(trial: TrialRecord) -> dict[str, Any]:
                     {
                         "agent": s.agent,
                         "move": s.move,
+                        "public_move": s.move_seen_by(""),
                         "action": s.action,
                         "answer": s.answer,
                         "invalid": s.invalid,

@@ -39,7 +39,7 @@ def render_history(turn: Turn, config: PromptConfig) -> str:
     lines = []
     for position, step in enumerate(steps):
         who = f"you ({step.agent})" if step.agent == turn.agent else step.agent
-        line = f"- Step {step.index + 1}, {who}: {step.move}"
+        line = f"- Step {step.index + 1}, {who}: {step.move_seen_by(turn.agent)}"
         if step.invalid:
             line += f" (invalid answer: {step.error})"
         lines.append(line)

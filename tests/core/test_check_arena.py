@@ -122,3 +122,45 @@ def test_the_command_exits_non_zero_when_something_needs_a_look(hide_arena: str)
     with pytest.raises(SystemExit) as exc:
         main(["check-arena", hide_arena, "--episodes", "2"])
     assert exc.value.code == 1
+
+
+class PublicNameAdapter(LeakyAdapter):
+    """Private legal-move names ("hide 2") but a public ``action_name`` ("hide") from every view."""
+
+    def legal_moves(self, view: SeatView) -> list[Move]:
+        if view.agent == "player_0":
+            return [Move(a, f"hide {a}") for a in range(3)]
+        return [Move(a, f"guess {a}") for a in range(3)]
+
+    def action_name(self, view: SeatView, action: int) -> str:
+        return "hide" if view.env.agent_selection == "player_0" else f"guess {action}"
+
+
+class PublicNameHideEnv(HideEnv):
+    def __init__(self) -> None:
+        super().__init__()
+        self.arena_text_adapter = PublicNameAdapter()
+
+
+def test_an_llm_seats_private_move_name_is_not_shown_to_the_other_seat() -> None:
+    from arena.plugins.mage import episode_transcript as mage_transcript
+    from arena.plugins.reflection import episode_transcript as reflection_transcript
+
+    from .helpers import play, specs
+
+    catalog.arenas().add("hide-public", PublicNameHideEnv, plugin="tests")
+    try:
+        trials, _, _ = play(specs(4, arena="hide-public", seats=("model:scripted", "model:scripted"), episodes=2))
+    finally:
+        catalog.reset()
+    for trial in trials:
+        for episode in trial.episodes:
+            hide, guess = episode.steps
+            assert hide.move.startswith("hide ") and hide.move_seen_by("player_0") == hide.move
+            assert hide.public_move == "hide" and hide.move_seen_by("player_1") == "hide"
+            guesser_prompt = guess.prompt[-1].content
+            assert "- Step 1, player_0: hide\n" in guesser_prompt + "\n"
+            assert hide.move not in guesser_prompt
+            assert "player_0: hide\n" in mage_transcript(episode, "player_1") + "\n"
+            assert "player_0: hide\n" in reflection_transcript(episode, "player_1") + "\n"
+            assert hide.move in mage_transcript(episode, "player_0")
