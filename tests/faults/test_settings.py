@@ -81,3 +81,28 @@ def test_the_cli_names_the_model(toy_dir: Path, tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 2 and "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("error: unknown model 'tinny': not a registered model"), err
+
+
+def test_an_unknown_hub_id_with_the_hub_unreachable_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from arena.core import models
+
+    def unreachable(*args, **kwargs):
+        raise ConnectionRefusedError("no route")
+
+    for proxy in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(proxy, raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(socket, "create_connection", unreachable)
+    models.hub_unreachable.cache_clear()
+    try:
+        with pytest.raises(ArenaError, match=r"'tinny': not a registered model .*huggingface.co cannot be reached"):
+            resolve_model("tinny")
+        models.hub_unreachable.cache_clear()
+        monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")  # a proxy decides: the hub library tries
+        assert resolve_model("nobody/no-such-model") == "nobody/no-such-model"
+    finally:
+        models.hub_unreachable.cache_clear()
