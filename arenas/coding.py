@@ -28,6 +28,8 @@ import attrs
 import structlog
 
 from arena.arenas.coding_tasks import CodingTask, TestCase, tasks_for
+from arena.arenas.humaneval import HARNESS as HUMANEVAL_HARNESS
+from arena.arenas.humaneval import SUITES, HumanEvalTask, humaneval_tasks, read_verdict, unit_input
 from arena.arenas.sandbox import SandboxResult, describe_isolation, launch_mode, run_batch
 from arena.arenas.single_task import SingleTaskTextEnv
 from arena.core.api.arena import Move, ParseResult, SeatView
@@ -226,7 +228,7 @@ class CheckResult:
     def feedback(self, limit: int = FEEDBACK_CHARS) -> str:
         """What the environment tells the model: the count, the failing tests, the last traceback."""
         if self.all_passed:
-            return f"All {self.total} hidden tests passed."
+            return f"All {self.total} hidden test{'s' if self.total != 1 else ''} passed."
         lines = [f"Passed {len(self.passed)} of {self.total} tests."]
         last_trace = self.load_traceback
         if self.load_error is not None:
@@ -331,23 +333,30 @@ def check_solutions(
     each pair's run. One pair cannot change another's result: they run in separate processes, one after the
     other, with nothing of the earlier ones left (see ``arena.arenas.sandbox``).
     """
-    most = max((len(task.tests) for task, _ in items), default=1) or 1
+    most = max((len(task.tests) for task, _ in items if not isinstance(task, HumanEvalTask)), default=1) or 1
     if timeout_s is None:
         timeout_s = 5.0 if per_test_s is None else 2.0 + per_test_s * (most + 1)
     if per_test_s is None:
         per_test_s = max(0.2, 0.8 * timeout_s / (most + 1))
-    programs = [
-        (
-            HARNESS,
-            json.dumps(
-                {"code": code, "name": task.name, "args": [repr(c.args) for c in task.tests], "per_test_s": per_test_s}
-            ),
+    programs: list[tuple[str, str]] = []
+    tokens: list[str] = []
+    for task, code in items:
+        if isinstance(task, HumanEvalTask):
+            unit, token = unit_input(task, code, max(0.2, 0.8 * timeout_s))
+            programs.append((HUMANEVAL_HARNESS, unit))
+            tokens.append(token)
+            continue
+        args = [repr(c.args) for c in task.tests]
+        programs.append(
+            (HARNESS, json.dumps({"code": code, "name": task.name, "args": args, "per_test_s": per_test_s}))
         )
-        for task, code in items
-    ]
+        tokens.append("")
     results = run_batch(programs, timeout_s=timeout_s, cpu_s=math.ceil(timeout_s) + 1, memory_mb=memory_mb)
     checks = []
-    for (task, _), result in zip(items, results, strict=True):
+    for (task, _), result, token in zip(items, results, tokens, strict=True):
+        if isinstance(task, HumanEvalTask):
+            checks.append(_humaneval_result(task, result, token))
+            continue
         tests, load = _records(result.channel)
         stopped = None
         if load is None and any(t not in tests for t in range(len(task.tests))):
@@ -381,6 +390,34 @@ def check_solutions(
             )
         )
     return checks
+
+
+def _humaneval_result(task: HumanEvalTask, result: SandboxResult, token: str) -> CheckResult:
+    """One outcome, ``check(name)``: passed only when HumanEval's check returned and the harness said so with this
+    run's token."""
+    verdict = read_verdict(result.channel, token)
+    call, expected = f"check({task.name})", "every assert of HumanEval's check to hold"
+    stopped = None
+    if verdict.status is None:
+        stopped = result.killed_reason or "exit"
+        error = f"did not finish: the run stopped ({_STOPPED.get(stopped, stopped)})"
+        if result.stderr.strip() and stopped == "exit":
+            error = f"did not finish: the harness failed ({_shorten(result.stderr.strip().splitlines()[-1])})"
+        outcome = TestOutcome(0, False, call, expected, error=error)
+    elif verdict.status == "passed":
+        outcome = TestOutcome(0, True, call, expected, got="passed")
+    else:
+        outcome = TestOutcome(0, False, call, expected, error=verdict.message, traceback=verdict.traceback)
+    load = verdict.status == "load_error"
+    return CheckResult(
+        task_id=task.task_id,
+        name=task.name,
+        outcomes=(outcome,),
+        load_error=verdict.message if load else None,
+        load_traceback=verdict.traceback if load else None,
+        stopped=stopped,
+        sandbox=result,
+    )
 
 
 def check_solution(task: CodingTask, code: str, *, timeout_s: float = 5.0, memory_mb: int = 512) -> CheckResult:
@@ -462,25 +499,35 @@ class CodingEnv(SingleTaskTextEnv[CodingTask]):
 
     def __init__(
         self,
-        split: str = "train",
+        split: str | None = None,
         tiers: Iterable[int] | None = None,
         max_attempts: int = 1,
         timeout_s: float = 5.0,
         memory_mb: int = 512,
         unsafe_sandbox: bool = False,
+        suite: str = "generated",
     ) -> None:
-        self.sandbox = require_sandbox(unsafe_sandbox)
+        if suite not in SUITES:
+            raise ValueError(f"unknown coding suite {suite!r}: choose one of {', '.join(map(repr, SUITES))}")
+        if suite == "humaneval" and (split not in (None, "test", "all") or tiers is not None):
+            raise ValueError(
+                f"the humaneval suite has no train split and no tiers (its 164 problems are one evaluation set), got "
+                f"split={split!r}, tiers={tiers!r}: leave both out (or null; split 'test' or 'all' also means all 164)"
+            )
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
-        self.split = split
+        self.sandbox = require_sandbox(unsafe_sandbox)
+        self.suite = suite
+        self.split = ("train" if split is None else split) if suite == "generated" else "all"
         self.tiers = None if tiers is None else tuple(int(t) for t in ([tiers] if isinstance(tiers, int) else tiers))
         self.max_attempts = int(max_attempts)
         self.timeout_s = float(timeout_s)
         self.memory_mb = int(memory_mb)
         self.results: list[CheckResult] = []
         self.submissions: list[str] = []
+        tasks: Sequence[CodingTask] = humaneval_tasks() if suite == "humaneval" else tasks_for(self.split, self.tiers)
         super().__init__(
-            tasks_for(split, self.tiers),
+            tasks,
             counter_high=self.max_attempts,
             max_text=MAX_CODE_CHARS,
             adapter=CodingAdapter(),
@@ -495,6 +542,8 @@ class CodingEnv(SingleTaskTextEnv[CodingTask]):
         return self.attempts_left
 
     def _task_list_name(self) -> str:
+        if self.suite == "humaneval":
+            return "the humaneval suite"
         return f"split {self.split!r} with tiers {self.tiers}"
 
     def _start_task(self) -> None:
@@ -535,6 +584,12 @@ class CodingAdapter:
     def rules(self, view: SeatView) -> str:
         env = _env(view)
         tries = "one attempt" if env.max_attempts == 1 else f"up to {env.max_attempts} attempts"
+        if env.suite == "humaneval":
+            return (
+                "Write the Python function that the docstring describes. Hidden tests (HumanEval's check) call it; "
+                f"your score is 1 if all of them pass, else 0. You have {tries}. Use only the standard library; do "
+                "not read input or files."
+            )
         return (
             "Write a Python function that meets the specification. Hidden unit tests call it; your score is the "
             f"fraction of tests passed. You have {tries}. Use only the standard library; do not read input or files."
@@ -588,14 +643,21 @@ class CodingAdapter:
             "tier": env.task.tier,
             "family": env.task.family,
             "passed": passed,
-            "total": len(env.task.tests),
+            "total": len(result.outcomes) if result else len(_rubric_calls(env.task)),
             "score": result.score if result else 0.0,
             "attempts": len(env.results),
             "outcome_key": ",".join(str(i) for i in passed),
             "task_text": env.task.prompt(),
             "rubrics": [
-                {"description": f"{case.call(env.task.name)} == {case.expected!r}", "satisfied": i in passed}
-                for i, case in enumerate(env.task.tests)
+                {"description": description, "satisfied": i in passed}
+                for i, description in enumerate(_rubric_calls(env.task))
             ],
             "critique": self.episode_summary(view),
         }
+
+
+def _rubric_calls(task: CodingTask) -> list[str]:
+    """One line per hidden test: ``add(2, 3) == 5``, or HumanEval's whole check as one."""
+    if isinstance(task, HumanEvalTask):
+        return [f"HumanEval's check({task.name}) passes"]
+    return [f"{case.call(task.name)} == {case.expected!r}" for case in task.tests]

@@ -340,10 +340,30 @@ def eval_cmd(
     click.echo(f"\nreport: {paths['markdown']}")
 
 
+def _key_values(items: Sequence[str], option: str) -> dict[str, Any]:
+    """``KEY=VALUE`` options as a dict, each value read as YAML (``3`` an int, ``[1, 2]`` a list, ``null`` None)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.UsageError(f"{option} takes KEY=VALUE, got {item!r}")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
 @cli.command("passk")
 @click.argument("target")
 @click.option("--arena", "arena_id", default=None, help="Arena (for a model spec; a run uses its own).")
 @click.option("--split", default=None, help="Task split, e.g. test (held-out). [default: the run's eval split]")
+@click.option(
+    "--arena-kwarg",
+    "arena_kwargs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An arena kwarg, the value read as YAML (suite=humaneval, tiers=[1,2]); repeatable; over the run's.",
+)
 @click.option("--tasks", type=int, default=50, show_default=True, help="Tasks (seeds) to evaluate.")
 @click.option("--samples", type=int, default=8, show_default=True, help="Samples per task (n of pass@k).")
 @click.option("--first-seed", type=int, default=None, help="Seed of the first task. [default: run's eval.seed or 0]")
@@ -362,6 +382,7 @@ def passk_cmd(
     target: str,
     arena_id: str | None,
     split: str | None,
+    arena_kwargs: tuple[str, ...],
     tasks: int,
     samples: int,
     first_seed: int | None,
@@ -376,7 +397,7 @@ def passk_cmd(
     from arena.core.eval.passk import evaluate_run_tasks, evaluate_tasks, format_passk
     from arena.core.host.plugins import PluginSet
 
-    overrides = {"split": split} if split else {}
+    overrides = {**_key_values(arena_kwargs, "--arena-kwarg"), **({"split": split} if split else {})}
     if Path(target).is_dir():
         report = evaluate_run_tasks(
             Path(target),
