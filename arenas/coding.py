@@ -12,6 +12,9 @@ or after ``max_attempts`` attempts; earlier attempts get 0 and their feedback go
 
 ``reset(seed=s)`` picks ``tasks[s % len(tasks)]`` of the chosen split and tiers (in ``coding_tasks`` order), so a
 trial's seed is its task; ``options={"task_id": ...}`` picks a task by id; with no seed a fixed-seed RNG picks.
+
+``suite="humaneval"`` plays HumanEval's 164 problems instead (``arena.arenas.humaneval``): each is scored 0 or 1 by
+its own ``check()``, which runs inside the sandbox with the answer, so there the expected values do enter it.
 """
 
 from __future__ import annotations
