@@ -1,7 +1,10 @@
 """The golden runs give the numbers they gave when the golden file was written (see tests/golden/runs.py).
 
 Counts, names and flags must match exactly; floats to a relative 1e-4, which absorbs the last bits that differ
-between CPUs while any change of behaviour (a different sample, advantage or update) moves them far more.
+between CPUs while any change of behaviour (a different sample, advantage or update) moves them far more, or to
+an absolute 1e-5: the first step's PPO loss with group-normalised advantages is a sum that cancels to ~1e-7, pure
+rounding, and another CPU's summation order gave other values of that size (2026-12-02: only the seven
+`train/loss` entries of the golden runs differed, by < 2e-6, every sample, return and count equal).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ def _differences(expected: Any, got: Any, where: str = "") -> list[str]:
     if isinstance(expected, float) and isinstance(got, (int, float)) and not isinstance(got, bool):
         return (
             []
-            if math.isclose(expected, got, rel_tol=1e-4, abs_tol=1e-9)
+            if math.isclose(expected, got, rel_tol=1e-4, abs_tol=1e-5)
             else [f"{where}: {got!r}, expected {expected!r}"]
         )
     return [] if expected == got else [f"{where}: {got!r}, expected {expected!r}"]
