@@ -33,7 +33,7 @@ import structlog
 from arena.arenas.coding_tasks import CodingTask, TestCase, tasks_for
 from arena.arenas.humaneval import HARNESS as HUMANEVAL_HARNESS
 from arena.arenas.humaneval import SUITES, HumanEvalTask, humaneval_tasks, read_verdict, unit_input
-from arena.arenas.sandbox import SandboxResult, describe_isolation, launch_mode, run_batch
+from arena.arenas.sandbox import PLAIN_VALUES, SandboxResult, describe_isolation, launch_mode, run_batch
 from arena.arenas.single_task import SingleTaskTextEnv
 from arena.core.api.arena import Move, ParseResult, SeatView
 from arena.core.api.errors import ArenaError
@@ -61,7 +61,8 @@ _REPR_LIMIT = 2000
 # plain built-in values are serialised, copied through the built-in types' own methods, so neither patched modules
 # nor a returned object's __repr__/__eq__ change what is reported. The solution can still write to fd 3 itself:
 # that is worth no more than returning those values, and it reaches only its own unit's result.
-HARNESS = r"""
+HARNESS = (
+    r"""
 import builtins, json, sys
 _CORE = r'''
 import ast, io, linecache, os, signal, traceback
@@ -96,33 +97,9 @@ def emit(*record):
     _write(3, (repr(record) + "\n").encode("utf-8", "replace"))
 
 
-def plain(v, depth=0):
-    if depth > 60:
-        raise NotPlain("the value is nested too deeply")
-    if v is None or type(v) is bool:
-        return v
-    if isinstance(v, int):
-        return int.__int__(v)
-    if isinstance(v, float):
-        return float.__float__(v)
-    if isinstance(v, str):
-        return str.__str__(v)
-    if isinstance(v, bytes):
-        return bytes.__bytes__(v)
-    if isinstance(v, complex):
-        return complex.__complex__(v)
-    if isinstance(v, dict):
-        return {plain(k, depth + 1): plain(x, depth + 1) for k, x in dict.items(v)}
-    if isinstance(v, list):
-        return [plain(x, depth + 1) for x in list.__iter__(v)]
-    if isinstance(v, tuple):
-        return tuple(plain(x, depth + 1) for x in tuple.__iter__(v))
-    if isinstance(v, set):
-        return {plain(x, depth + 1) for x in set.__iter__(v)}
-    if isinstance(v, frozenset):
-        return {plain(x, depth + 1) for x in frozenset.__iter__(v)}
-    raise NotPlain(f"returned a {type(v).__name__} object, not a built-in value")
-
+"""
+    + PLAIN_VALUES
+    + r"""
 
 def describe(exc, per_test):
     if isinstance(exc, TestTimeout):
@@ -182,6 +159,7 @@ _main, _unit = _scope["main"], json.loads(sys.stdin.read())
 del _scope
 _main(_unit, sys.stdout, {"builtins": builtins, "sys": sys})
 """.replace("%(limit)d", str(_REPR_LIMIT))
+)
 
 
 @attrs.frozen

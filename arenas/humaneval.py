@@ -31,6 +31,7 @@ from typing import Any
 import attrs
 
 from arena.arenas.coding_tasks import CodingTask
+from arena.arenas.sandbox import PLAIN_VALUES
 from arena.core.api.errors import ArenaError
 
 __all__ = ["HARNESS", "SUITES", "HumanEvalTask", "Verdict", "humaneval_tasks", "read_verdict", "unit_input"]
@@ -41,7 +42,8 @@ DATA_FILE = ("data", "HumanEval.jsonl.gz")
 # Runs inside the sandbox, one sandboxed process per unit. stdin: {"context", "code", "test", "name", "limit_s",
 # "token"}. fd 3: one line, the repr of (0, "passed", token), (0, "failed", token, message, traceback) or
 # (-1, "load_error", token, message, traceback). One SIGALRM limit (limit_s) covers loading and the check.
-HARNESS = r"""
+HARNESS = (
+    r"""
 import builtins, json, sys
 _CORE = r'''
 import io, linecache, os, signal, traceback
@@ -72,33 +74,9 @@ class _Sink(io.TextIOBase):
         return len(s)
 
 
-def plain(v, depth=0):
-    if depth > 60:
-        raise NotPlain("the value is nested too deeply")
-    if v is None or type(v) is bool:
-        return v
-    if isinstance(v, int):
-        return int.__int__(v)
-    if isinstance(v, float):
-        return float.__float__(v)
-    if isinstance(v, str):
-        return str.__str__(v)
-    if isinstance(v, bytes):
-        return bytes.__bytes__(v)
-    if isinstance(v, complex):
-        return complex.__complex__(v)
-    if isinstance(v, dict):
-        return {plain(k, depth + 1): plain(x, depth + 1) for k, x in dict.items(v)}
-    if isinstance(v, list):
-        return [plain(x, depth + 1) for x in list.__iter__(v)]
-    if isinstance(v, tuple):
-        return tuple(plain(x, depth + 1) for x in tuple.__iter__(v))
-    if isinstance(v, set):
-        return {plain(x, depth + 1) for x in set.__iter__(v)}
-    if isinstance(v, frozenset):
-        return frozenset(plain(x, depth + 1) for x in frozenset.__iter__(v))
-    raise NotPlain(f"returned a {type(v).__name__} object, not a built-in value")
-
+"""
+    + PLAIN_VALUES
+    + r"""
 
 def describe(exc, limit):
     if isinstance(exc, CheckTimeout):
@@ -170,6 +148,7 @@ _main = _scope["make_main"](_unit.pop("token"))
 del _scope
 _main(_unit, {"builtins": builtins, "sys": sys})
 """
+)
 
 
 @attrs.frozen

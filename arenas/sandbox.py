@@ -64,7 +64,15 @@ from typing import IO
 
 import attrs
 
-__all__ = ["LaunchMode", "SandboxResult", "describe_isolation", "launch_mode", "run_batch", "run_python"]
+__all__ = [
+    "PLAIN_VALUES",
+    "LaunchMode",
+    "SandboxResult",
+    "describe_isolation",
+    "launch_mode",
+    "run_batch",
+    "run_python",
+]
 
 NOBODY = 65534
 MAX_OUTPUT_BYTES = 256 * 1024  # per stream; the rest is drained and dropped
@@ -73,6 +81,40 @@ _MAX_REPORTS = 20  # violations a worker reports through its pipe
 TMPFS_BYTES = 64 * 1024 * 1024
 _STARTUP_S = 10.0  # time the parent allows the sandbox to start, on top of the programs' own limits
 _CLEANUP_S = 2.5  # per program: the supervisor's kill-and-wipe after it
+
+
+# The source of ``plain(v)``, which the coding harnesses (``arenas/coding.py``, ``arenas/humaneval.py``) run inside
+# the sandbox: a returned value copied into built-in values through the built-in types' own methods, so that a
+# subclass's or a patched ``__repr__``/``__eq__`` cannot change what is compared or reported. A frozenset becomes a
+# set, so that the copy's ``repr`` reads back with ``ast.literal_eval`` (and compares equal to the frozenset).
+# It raises ``NotPlain``, which each harness defines before it.
+PLAIN_VALUES = r"""def plain(v, depth=0):
+    if depth > 60:
+        raise NotPlain("the value is nested too deeply")
+    if v is None or type(v) is bool:
+        return v
+    if isinstance(v, int):
+        return int.__int__(v)
+    if isinstance(v, float):
+        return float.__float__(v)
+    if isinstance(v, str):
+        return str.__str__(v)
+    if isinstance(v, bytes):
+        return bytes.__bytes__(v)
+    if isinstance(v, complex):
+        return complex.__complex__(v)
+    if isinstance(v, dict):
+        return {plain(k, depth + 1): plain(x, depth + 1) for k, x in dict.items(v)}
+    if isinstance(v, list):
+        return [plain(x, depth + 1) for x in list.__iter__(v)]
+    if isinstance(v, tuple):
+        return tuple(plain(x, depth + 1) for x in tuple.__iter__(v))
+    if isinstance(v, set):
+        return {plain(x, depth + 1) for x in set.__iter__(v)}
+    if isinstance(v, frozenset):
+        return {plain(x, depth + 1) for x in frozenset.__iter__(v)}
+    raise NotPlain(f"returned a {type(v).__name__} object, not a built-in value")
+"""
 
 _SETPRIV = (
     "setpriv",
