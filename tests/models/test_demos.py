@@ -101,3 +101,27 @@ def test_the_warm_start_writes_remarks_for_both_plugins_and_tips_after_the_plain
 def test_solo_arenas_keep_the_plain_plugin() -> None:
     reflections = [c.text for c in collect_prompts("text_maze", seed=0, trials=6) if c.purpose == "reflection"]
     assert reflections and all("Moves of the episode:" in t for t in reflections)
+
+
+def test_the_demonstrations_do_not_depend_on_which_opponents_are_registered() -> None:
+    """The build collects against a fixed list, not the catalogue: v4 read the catalogue, so registering new Kuhn
+    styles (4c75957) silently changed every v4 build made afterwards (its MAGE-on-Kuhn test went from 132 -> 163
+    first-episode wins to 128 -> 109)."""
+    from arena.core.host import catalog
+    from arena.core.models.tiny.demos import ARENAS, opponent_seats
+
+    before = {arena: opponent_seats(arena) for arena in ARENAS}
+    registered = set(catalog.opponents().names())
+    for arena, seats in before.items():
+        assert {seat.split(":")[0] for seat in seats} <= registered, arena  # a renamed opponent fails here
+    prompts = [c.text for c in collect_prompts("kuhn_poker", seed=0, trials=12)]
+    catalog.opponents().add("kuhn-newcomer", lambda *a, **k: None, plugin="test-plugin")
+    try:
+        assert {arena: opponent_seats(arena) for arena in ARENAS} == before
+        assert [c.text for c in collect_prompts("kuhn_poker", seed=0, trials=12)] == prompts
+    finally:
+        catalog.reset()
+    # v4's opponents, as before 4c75957.
+    assert before["kuhn_poker"] == ["aggressive", "cfr:50", "cfr-argmax:50", "conservative", "intermediate", "random"]
+    rps = ["random", "rps-beat-last", "rps-copy", "rps-cycle", "rps-frequency", "rps-rock"]
+    assert before["rock_paper_scissors"] == rps

@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("arena.models.tiny")
 
-BUILD_VERSION = 4
+# 5: v4's recipe with its demonstration opponents fixed (demos.DEMO_OPPONENTS); caches named v4 that were built
+# after 4c75957 had collected against three more Kuhn styles and two more RPS opponents, so they are not reused.
+BUILD_VERSION = 5
 NAME = "tiny"
 #: Files whose bytes may differ between two otherwise identical builds.
 NONDETERMINISTIC_FILES: tuple[str, ...] = ("build_timing.json",)

@@ -70,7 +70,6 @@ from arena.core.api.records import TrialSpec
 from arena.core.api.seeding import derive_seed
 from arena.core.backends.scripted import ScriptedBackend, legal_moves_in_prompt, listed_moves
 from arena.core.config.trial import PromptConfig, TrialConfig
-from arena.core.host import catalog
 from arena.core.host.plugins import PluginSet
 from arena.core.models.tiny.recipe import DemoCounts
 from arena.core.rollout.engine import RolloutEngine
@@ -93,8 +92,29 @@ ARENAS: tuple[str, ...] = (
 #: Single-agent arenas: the scripted model plays alone (no opponents, no seats to swap).
 SOLO_ARENAS: frozenset[str] = frozenset({"text_maze", "coding"})
 
-#: Opponent arguments that keep collection fast; the opponents' play only has to be varied, not strong.
-OPPONENT_ARGS: dict[str, str] = {"mcts": "20", "cfr": "50", "cfr-argmax": "50"}
+#: The opponents the demonstrations are played against, per game arena, as seat specs (the arguments keep
+#: collection fast: the opponents' play only has to be varied, not strong). Fixed here, as ARENAS is, and not read
+#: from the opponent catalogue: the recipe of v4 collected against every registered opponent, so registering the
+#: Kuhn styles bluffer, calling-station and folder and rps-paper, rps-scissors (4c75957) silently changed what a v4
+#: build is (9 Kuhn opponents instead of 6, hence other demo texts, tokenizer and SFT data) without a new
+#: BUILD_VERSION, and so would any third-party opponent plugin. Sorted by name, the order the catalogue gave.
+DEMO_OPPONENTS: dict[str, tuple[str, ...]] = {
+    "kuhn_poker": ("aggressive", "cfr:50", "cfr-argmax:50", "conservative", "intermediate", "random"),
+    "leduc_poker": ("cfr:50", "cfr-argmax:50", "random"),
+    "tic_tac_toe": (
+        "mcts:20",
+        "random",
+        "ttt-anti-diagonal",
+        "ttt-center",
+        "ttt-col-major",
+        "ttt-corners",
+        "ttt-edges",
+        "ttt-row-major",
+    ),
+    "connect_four": ("mcts:20", "random"),
+    "liars_dice": ("random",),
+    "rock_paper_scissors": ("random", "rps-beat-last", "rps-copy", "rps-cycle", "rps-frequency", "rps-rock"),
+}
 
 #: How many answers one action prompt gets (distinct legal moves), trained together as a prefix tree. Training on
 #: every legal move of a prompt at once is the cleanest signal for "answer with a listed move, any of them".
@@ -225,15 +245,8 @@ class Demo:
 
 
 def opponent_seats(arena: str) -> list[str]:
-    """Every registered opponent that plays ``arena``, as seat specs (fast arguments for search/solvers)."""
-    seats = []
-    for entry in catalog.opponents():
-        supported = entry.meta.get("arenas")
-        if supported is not None and arena not in supported:
-            continue
-        arg = OPPONENT_ARGS.get(entry.name)
-        seats.append(f"{entry.name}:{arg}" if arg else entry.name)
-    return seats
+    """The opponents ``arena``'s demonstrations are played against, as seat specs (``DEMO_OPPONENTS``)."""
+    return list(DEMO_OPPONENTS.get(arena, ()))
 
 
 def _plugin_setup(arena: str, index: int) -> tuple[str, dict[str, dict[str, Any]]]:
