@@ -2,11 +2,13 @@
 
 The trainer drives it once per iteration:
 
-1. ``matchups(iteration, groups, learner_seat)``: each learner's groups, one pool member per group; the trainer
-   builds the trial specs and sets ``spec.meta = {"learner": name, "opponent": member name}`` on each.
+1. ``matchups(iteration, groups, learner_seat)``: each learner's groups, one pool member per group (in an arena
+   of three or more seats, ``players``, one more drawn member per further seat); the trainer builds the trial
+   specs and sets ``spec.meta = {"learner": name, "opponent": member name}`` on each (and ``seat_names``, every
+   seat's player, when there are more than two seats).
 2. ``record(trial)`` after every trial (the ``match_end`` moment): the learner's outcome in the trial's final
    episode updates its record against the member (which PFSP reads) and both players' ratings; a trial of
-   three or more seats (liar's dice for three, a free-for-all) is rated as one ranked game of all its seats.
+   three or more seats (three-player Kuhn poker, a free-for-all) is rated as one ranked game of all its seats.
 3. ``evolve(iteration, snapshot)`` after the update, with the iteration counted from 1: every
    ``snapshot_every`` iterations each learner's frozen copy joins the pool as ``f"{learner}@it{iteration}"``.
 
@@ -65,9 +67,12 @@ class Population:
         opponents: Sequence[tuple[str, float]],
         seed: int,
         task_pool: int = 0,
+        players: int = 2,
     ) -> None:
         self.config = config
         self.seed = seed
+        #: The arena's seats: with more than two, each group fills the other seats from the pool too.
+        self.players = players
         #: Group seeds drawn from this many recurring tasks (0: a fresh seed per group); see ``default_matchups``.
         self.task_pool = task_pool
         self.learners: dict[str, str] = {}
@@ -110,7 +115,15 @@ class Population:
     def matchups(self, iteration: int, groups: int, learner_seat: LearnerSeat) -> list[Matchup]:
         """``groups`` matchups for every learner (learners in config order); see ``default_matchups``."""
         return default_matchups(
-            self.pool, list(self.learners), iteration, groups, learner_seat, self.seed, self.pfsp, self.task_pool
+            self.pool,
+            list(self.learners),
+            iteration,
+            groups,
+            learner_seat,
+            self.seed,
+            self.pfsp,
+            self.task_pool,
+            self.players,
         )
 
     def learner_seat_index(self, trial: TrialRecord, learner: str) -> int:

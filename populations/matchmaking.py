@@ -25,7 +25,10 @@ LearnerSeat = Literal["random", "first", "last"]
 class Matchup:
     """One group: ``learner`` against the pool member ``opponent`` (seat spec ``opponent_spec``) on ``seed``.
 
-    ``learner_first`` says the learner takes the first seat (``env.possible_agents[0]``).
+    ``learner_first`` says the learner takes the first seat (``env.possible_agents[0]``). In an arena of three or
+    more seats (three-player Kuhn poker) ``others`` are the pool members, ``(name, seat spec)``, that fill the seats
+    beyond the learner's and ``opponent``'s, and ``learner_index`` is the learner's seat; the opponents then sit in
+    the order ``opponent``, ``*others`` around it (``seats``). With two seats ``learner_index`` is 0 or 1.
     """
 
     learner: str
@@ -34,6 +37,24 @@ class Matchup:
     opponent_spec: str
     seed: int
     learner_first: bool
+    others: tuple[tuple[str, str], ...] = ()
+    learner_index: int = attrs.field(
+        default=attrs.Factory(lambda self: 0 if self.learner_first else 1, takes_self=True)
+    )
+
+    def seats(self, learner_spec: str) -> tuple[str, ...]:
+        """The trial's seat specs: the learner's at ``learner_index``, the opponents in order around it."""
+        if not self.opponent_spec:
+            return (learner_spec,)
+        opponents = [self.opponent_spec, *(spec for _, spec in self.others)]
+        return (*opponents[: self.learner_index], learner_spec, *opponents[self.learner_index :])
+
+    def seat_names(self) -> tuple[str, ...]:
+        """The players' names in seat order (the learner by its name), like ``seats``."""
+        if not self.opponent_spec:
+            return (self.learner,)
+        opponents = [self.opponent, *(name for name, _ in self.others)]
+        return (*opponents[: self.learner_index], self.learner, *opponents[self.learner_index :])
 
 
 def group_id(iteration: int, learner: str, group: int) -> str:
@@ -49,8 +70,9 @@ def default_matchups(
     seed: int,
     pfsp: PFSPConfig,
     task_pool: int = 0,
+    players: int = 2,
 ) -> list[Matchup]:
-    """``groups`` matchups per learner, learners in the given order.
+    """``groups`` matchups per learner, learners in the given order, for an arena of ``players`` seats.
 
     An empty pool means a single-agent arena (coding, text_maze): every matchup is the learner alone
     (``opponent`` and ``opponent_spec`` empty) on its group seed, which picks the task.
@@ -60,9 +82,15 @@ def default_matchups(
     ``integers(2)``). The group seed is ``derive_seed(seed, "group", iteration, learner, g) % 2**31``, or with
     ``task_pool`` N that value modulo N: the groups then draw from N recurring tasks, which methods that learn
     across episodes of the same task need (EMPO²'s per-task tip memory, SGE's per-task strategy buffers).
+
+    With ``players`` above 2 the same generator draws, after the opponent, the learner's seat (``random``:
+    ``integers(players)``; ``first`` 0, ``last`` the final seat) and then one more pool member per remaining
+    seat (``pool.sample`` again, so a member can fill several seats). Two seats draw exactly as before.
     """
     if learner_seat not in ("random", "first", "last"):
         raise ArenaError(f"learner_seat must be random, first or last, got {learner_seat!r}")
+    if players < 1:
+        raise ArenaError(f"an arena has at least one seat, got players={players}")
     out = []
     for learner in learners:
         rng = np.random.default_rng(derive_seed(seed, "matchups", iteration, learner))
@@ -81,7 +109,18 @@ def default_matchups(
                 continue
             member = pool.sample(learner, rng, pfsp)
             # The seat draw comes after the opponent draw, and only for random seats.
-            first = bool(rng.integers(2) == 0) if learner_seat == "random" else learner_seat == "first"
+            if players <= 2:
+                first = bool(rng.integers(2) == 0) if learner_seat == "random" else learner_seat == "first"
+                index = 0 if first else 1
+                others: tuple[tuple[str, str], ...] = ()
+            else:
+                if learner_seat == "random":
+                    index = int(rng.integers(players))
+                else:
+                    index = 0 if learner_seat == "first" else players - 1
+                first = index == 0
+                drawn = [pool.sample(learner, rng, pfsp) for _ in range(players - 2)]
+                others = tuple((extra.name, extra.spec) for extra in drawn)
             out.append(
                 Matchup(
                     learner=learner,
@@ -90,6 +129,8 @@ def default_matchups(
                     opponent_spec=member.spec,
                     seed=int(derive_seed(seed, "group", iteration, learner, g) % (2**31) % (task_pool or 2**31)),
                     learner_first=first,
+                    others=others,
+                    learner_index=index,
                 )
             )
     return out

@@ -6,8 +6,8 @@ equal places drew), each with step k/(n−1), so every player moves by at most k
 
 The Bayesian rating is ``openskill``'s (Weng and Lin 2011, "A Bayesian Approximation Method for Online
 Ranking"): every player has a Gaussian skill belief (μ, σ) on TrueSkill's scale (a newcomer is 25 ± 25/3), and a
-game updates the beliefs from the players' ranking, so free-for-all games of any size (three-player liar's
-dice) are rated as one ranked match. ``RatingsConfig.model`` picks the library's model (default
+game updates the beliefs from the players' ranking, so free-for-all games of any size (three-player Kuhn
+poker) are rated as one ranked match. ``RatingsConfig.model`` picks the library's model (default
 ``plackett_luce``, the library's default); ``thurstone_mosteller_*`` are the closest to TrueSkill and take the
 draw margin from ``draw_probability``. The leaderboard number is ``ordinal()``, μ − 3σ (``conservative``).
 

@@ -50,6 +50,7 @@ def extra_matchups(
         round_seed(population.seed, iteration, round_index),
         population.pfsp,
         population.task_pool,
+        population.players,
     )
     return [attrs.evolve(m, group_id=f"{m.group_id}-r{round_index}") for m in drawn]
 

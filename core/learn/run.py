@@ -86,12 +86,10 @@ def trial_specs_for(
     """
     specs = []
     for m in groups:
-        if not m.opponent_spec:  # a single-agent arena: the learner alone on the group's task
-            seats: tuple[str, ...] = (learner.seat_spec,)
-        elif m.learner_first:
-            seats = (learner.seat_spec, m.opponent_spec)
-        else:
-            seats = (m.opponent_spec, learner.seat_spec)
+        # The learner alone in a single-agent arena; else in the matchup's seat, the pool members around it.
+        seats = m.seats(learner.seat_spec)
+        # Three or more seats: the players by name, which the population rates as one ranked game.
+        names = {"seat_names": list(m.seat_names())} if m.others else {}
         for k in range(config.group_size):
             specs.append(
                 TrialSpec(
@@ -106,7 +104,7 @@ def trial_specs_for(
                     meta={
                         "learner": learner.name,
                         "opponent": m.opponent or None,
-                        "learner_seat": seats.index(learner.seat_spec),
+                        "learner_seat": m.learner_index if m.opponent_spec else 0,
                         "trained_seats": [
                             i for i, text in enumerate(seats) if text == learner.seat_spec or text in learner_specs
                         ],
@@ -115,6 +113,7 @@ def trial_specs_for(
                         "iteration": iteration,
                         "run_seed": config.seed,
                         "max_new_tokens": config.trial.prompt.max_new_tokens,
+                        **names,
                     },
                     options=dict(learner.config.options),
                 )
@@ -317,15 +316,15 @@ class Run:
         random.seed(config.seed)
         np.random.seed(config.seed % (2**32))
         torch.manual_seed(config.seed)
-        if not config.opponents and not config.population.learners_as_opponents:
-            env = catalog.make_arena(config.arena, **config.arena_kwargs)
-            players = len(env.possible_agents)
-            env.close()
-            if players != 1:
-                raise ArenaError(
-                    f"arena {config.arena!r} has {players} seats but the config lists no opponents; "
-                    "`opponents: []` is for single-agent arenas (coding, text_maze)"
-                )
+        env = catalog.make_arena(config.arena, **config.arena_kwargs)
+        #: The arena's seats (three-player Kuhn poker: 3); matchmaking fills every seat beyond two from the pool.
+        self.players = len(env.possible_agents)
+        env.close()
+        if not config.opponents and not config.population.learners_as_opponents and self.players != 1:
+            raise ArenaError(
+                f"arena {config.arena!r} has {self.players} seats but the config lists no opponents; "
+                "`opponents: []` is for single-agent arenas (coding, text_maze)"
+            )
         self.pool = BackendPool(config.backend_options)
         self.learners = [Learner(learner, config, self.pool) for learner in config.learners]
         #: The processes of an ``accelerate launch`` run (``Dist()``: one process): each plays its share of the
@@ -339,6 +338,7 @@ class Run:
             opponents=[(o.spec, o.weight) for o in config.opponents],
             seed=config.seed,
             task_pool=config.task_pool,
+            players=self.players,
         )
         self.iteration = 0
         #: metrics.jsonl, the trackers and the rollout dumps (the main process writes them).
@@ -755,11 +755,12 @@ class Run:
             specs = []
             for opponent in opponents:
                 for k in range(cfg.games):
-                    first = k % 2 == 0
                     if opponent is None:
                         seats: tuple[str, ...] = (learner.seat_spec,)
-                    else:
-                        seats = (learner.seat_spec, opponent) if first else (opponent, learner.seat_spec)
+                    else:  # the learner's seat rotates; the opponent holds every other seat
+                        others = [opponent] * (self.players - 1)
+                        at = k % self.players
+                        seats = (*others[:at], learner.seat_spec, *others[at:])
                     specs.append(
                         TrialSpec(
                             trial_id=f"eval-{label}-{learner.name}-{opponent or 'solo'}-{k}",

@@ -71,3 +71,30 @@ def test_task_pool_makes_group_seeds_recur():
 def test_empty_pool_means_a_single_agent_arena():
     (m,) = default_matchups(OpponentPool(), ["a"], 3, 1, "random", 0, PFSPConfig(), task_pool=7)
     assert (m.opponent, m.opponent_spec, m.learner_first) == ("", "", True) and 0 <= m.seed < 7
+
+
+def test_three_seats_fill_the_other_seats_from_the_pool():
+    three = default_matchups(POOL, ["L"], 0, 300, "random", 7, PFSPConfig(), players=3)
+    # After the opponent: the learner's seat (integers(3)), then one more member for the third seat.
+    rng = np.random.default_rng(derive_seed(7, "matchups", 0, "L"))
+    for m in three:
+        assert m.opponent == POOL.sample("L", rng, PFSPConfig()).name
+        assert m.learner_index == int(rng.integers(3))
+        (extra,) = m.others
+        assert extra[0] == POOL.sample("L", rng, PFSPConfig()).name and extra[1] == POOL.members[extra[0]].spec
+        assert m.learner_first == (m.learner_index == 0)
+        seats = m.seats("model:me")
+        assert len(seats) == 3 and seats[m.learner_index] == "model:me"
+        assert [s for i, s in enumerate(seats) if i != m.learner_index] == [m.opponent_spec, extra[1]]
+        names = m.seat_names()
+        assert names[m.learner_index] == "L" and [n for n in names if n != "L"] == [m.opponent, extra[0]]
+    assert {m.learner_index for m in three} == {0, 1, 2}
+    assert all(m.learner_index == 0 for m in default_matchups(POOL, ["L"], 0, 8, "first", 7, PFSPConfig(), players=3))
+    assert all(m.learner_index == 2 for m in default_matchups(POOL, ["L"], 0, 8, "last", 7, PFSPConfig(), players=3))
+    # Two seats draw exactly as before, with the learner at seat 0 or 1.
+    two = make()
+    assert default_matchups(POOL, ["L"], 0, 16, "random", 7, PFSPConfig(), players=2) == two
+    assert all(m.others == () and m.learner_index == (0 if m.learner_first else 1) for m in two)
+    assert [m.seats("model:me") for m in two[:2]] == [
+        ("model:me", m.opponent_spec) if m.learner_first else (m.opponent_spec, "model:me") for m in two[:2]
+    ]
