@@ -11,6 +11,7 @@ import attrs
 import pytest
 import torch
 
+from arena.core.api.backend import ChatMessage
 from arena.core.api.errors import ArenaError
 from arena.core.models.tiny.build import model_config
 from arena.core.models.tiny.circuit import ACT, BIAS, IS_ID, PREV_ID, install_copy_circuit, marker_token_ids
@@ -182,6 +183,96 @@ def test_default_tiny_has_the_circuit_and_the_v2_recipe_still_builds(tmp_path: P
     from arena.core.models.held import load_held
 
     held = load_held(path)
-    assert held is not None and sum(int(m.sum()) for m in held.values()) == report["circuit"]["held_weights"]
+    # All but the memory circuit's readout (the embeddings' MEM entries), which SFT holds and RL learns.
+    circuit = report["circuit"]
+    rows = -(-report["vocab_size"] // 64) * 64  # the embedding is padded to a multiple of 64
+    assert circuit["rl_released_weights"] == rows * quick.memory.mem_dims > 0
+    assert held is not None
+    assert sum(int(m.sum()) for m in held.values()) == circuit["held_weights"] - circuit["rl_released_weights"]
     plain = attrs.evolve(quick, circuit=v2.circuit)
     assert load_held(tiny.build_tiny(tmp_path / "plain", seed=0, recipe=plain)) is None
+
+
+def _rps_history_prompt(learner_seat: int, opponent: str) -> tuple[ChatMessage, ...]:
+    """The engine's episode-3 action prompt of a 3-episode, 1-round RPS trial against ``opponent``, with MAGE's
+    ``history_only`` memory (the transcripts of episodes 1 and 2)."""
+    from arena.core.api.records import TrialSpec
+    from arena.core.backends.scripted import ScriptedBackend
+    from arena.core.config.trial import PromptConfig, TrialConfig
+    from arena.core.host.plugins import PluginSet
+    from arena.core.rollout.engine import RolloutEngine
+    from arena.core.rollout.seats import BackendPool
+
+    captured: list[Any] = []
+
+    def responder(request: Any, rng: Any) -> str:
+        captured.append(request)
+        return "<action>rock</action>"
+
+    pool = BackendPool()
+    pool.add("scripted", "scripted", ScriptedBackend(responder=responder))
+    seats = ("model:scripted", opponent) if learner_seat == 0 else (opponent, "model:scripted")
+    spec = TrialSpec(
+        trial_id="t",
+        arena_id="rock_paper_scissors",
+        seats=seats,
+        seed=3,
+        episodes=3,
+        options={"mage": {"memory": "history_only", "max_new_tokens": 24}},
+        training=False,
+        arena_kwargs={"rounds": 1},
+    )
+    config = TrialConfig(prompt=PromptConfig(max_new_tokens=24), episodes=3, early_stop_on_win=False)
+    RolloutEngine(PluginSet(["mage"]), config, backends=pool).run([spec])
+    action_prompts = [r for r in captured if r.purpose == "action"]
+    assert len(action_prompts) == 3
+    return tuple(action_prompts[-1].messages)
+
+
+@pytest.mark.parametrize("learner_seat", [0, 1])
+def test_memory_circuit_recalls_the_opponents_earlier_moves_at_action(
+    corpus: tuple[list[Demo], Any], learner_seat: int
+) -> None:
+    """Before any training, at ``<action>`` of episode 3 the recall head attends to the opponent's moves of the two
+    earlier episodes (not the seat's own, not the listing), and what it writes into MEM tells the three moves
+    apart; the embeddings read nothing there, so it shifts no move's logit by itself."""
+    from arena.core.models.tiny.circuit import opponent_prefix_ids
+    from arena.core.models.tiny.recipe import MemoryCircuit
+
+    _, tokenizer = corpus
+    assert opponent_prefix_ids(tokenizer), "the demonstrations' transcripts give 'player_1: ' tokens"
+    from transformers import LlamaForCausalLM
+
+    recipe = attrs.evolve(TinyRecipe(), num_layers=2)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(model_config(recipe, tokenizer))
+    model.config._attn_implementation = "eager"
+    seeded = install_copy_circuit(model, tokenizer, recipe.circuit, MemoryCircuit())
+    model.eval()
+    mem = seeded.info["reserved_coordinates"]["mem"]
+    head = seeded.info["recall_head"]
+    action = tokenizer.encode("<action>", add_special_tokens=False)
+    recalled = {}
+    for opponent, move in (("rps-rock", "rock"), ("rps-paper", "paper"), ("rps-scissors", "scissors")):
+        ids = [*prompt_ids(tokenizer, _rps_history_prompt(learner_seat, opponent)), *action]
+        move_id = tokenizer.encode(move, add_special_tokens=False)
+        assert len(move_id) == 1
+        with torch.no_grad():
+            out = model(input_ids=torch.tensor([ids]), output_hidden_states=True, output_attentions=True)
+        weights = out.attentions[recipe.circuit.copy_layer][0, head, -1]
+        prefixes = set(opponent_prefix_ids(tokenizer))
+        on_opponent = [i for i in range(1, len(ids)) if ids[i - 1] in prefixes]
+        assert len(on_opponent) == 2 and all(ids[i] == move_id[0] for i in on_opponent), opponent
+        assert float(weights[on_opponent].sum()) > 0.8, (opponent, float(weights[on_opponent].sum()))
+        recalled[move] = out.hidden_states[recipe.circuit.copy_layer + 1][0, -1, mem]
+    embed = model.model.embed_tokens.weight.detach()
+    assert float(embed[:, mem].abs().max()) == 0.0
+    for a, b in (("rock", "paper"), ("rock", "scissors"), ("paper", "scissors")):
+        cosine = float(torch.nn.functional.cosine_similarity(recalled[a], recalled[b], dim=0))
+        assert cosine < 0, (a, b, cosine)  # centred on the listing: the three point away from each other
+    # Relative to the listed moves' mean, the three recalled codes nearly cancel (exactly, if the recall head put
+    # all its weight on the opponent's moves), which is what lets a linear readout extend to an unseen type.
+    total = recalled["rock"] + recalled["paper"] + recalled["scissors"]
+    assert float(total.norm()) < 0.3 * min(float(v.norm()) for v in recalled.values())
+    readout = model.model.norm.weight.detach()[mem]
+    assert torch.all(readout == recipe.circuit.logit_gain * MemoryCircuit().readout_gain)

@@ -43,7 +43,8 @@ log = structlog.get_logger("arena.models.tiny")
 
 # 5: v4's recipe with its demonstration opponents fixed (demos.DEMO_OPPONENTS); caches named v4 that were built
 # after 4c75957 had collected against three more Kuhn styles and two more RPS opponents, so they are not reused.
-BUILD_VERSION = 5
+# 6: v5 with the memory circuit (recipe.MemoryCircuit): the opponent's earlier moves recalled at ``<action>``.
+BUILD_VERSION = 6
 NAME = "tiny"
 #: Files whose bytes may differ between two otherwise identical builds.
 NONDETERMINISTIC_FILES: tuple[str, ...] = ("build_timing.json",)
@@ -170,7 +171,7 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
     from transformers import GenerationConfig, LlamaForCausalLM
 
     from arena.core.models.held import save_held
-    from arena.core.models.tiny.circuit import install_copy_circuit
+    from arena.core.models.tiny.circuit import install_copy_circuit, rl_held
     from arena.core.models.tiny.demos import build_demos, demo_texts, describe
     from arena.core.models.tiny.quality import evaluate
     from arena.core.models.tiny.sft import deterministic_torch, train
@@ -200,9 +201,10 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
         model.config._attn_implementation = "sdpa"
         circuit: dict[str, Any] = {}
         held: dict[str, Any] = {}
+        held_in_rl: dict[str, Any] = {}
         if recipe.circuit.enabled:
-            seeded = install_copy_circuit(model, tokenizer, recipe.circuit)
-            circuit, held = seeded.info, seeded.held
+            seeded = install_copy_circuit(model, tokenizer, recipe.circuit, recipe.memory)
+            circuit, held, held_in_rl = seeded.info, seeded.held, rl_held(seeded)
             log.info("tiny: seeded the copy circuit", **circuit)
         parameters = sum(p.numel() for p in model.parameters())
         log.info("tiny: supervised warm start", parameters=parameters, examples=len(examples), epochs=recipe.sft.epochs)
@@ -243,9 +245,10 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
         model.generation_config = GenerationConfig(bos_token_id=end_id, eos_token_id=end_id, pad_token_id=end_id)
         model.save_pretrained(out)
         save_tokenizer(tokenizer, out)
-        if held:
-            # Later training keeps the circuit too (``Trainer`` honours the masks; arena.core.models.held).
-            save_held(out, held)
+        if held_in_rl:
+            # Later training keeps the circuit too (``Trainer`` honours the masks; arena.core.models.held), all but
+            # the memory circuit's readout, which RL is there to learn.
+            save_held(out, held_in_rl)
         report = {
             "name": NAME,
             "build_version": BUILD_VERSION,

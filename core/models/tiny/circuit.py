@@ -34,6 +34,15 @@ output copy disjoint slices of the token-identity coordinates, so through the ti
 logits go up. The final norm starts at ``logit_gain`` so that this can show in the logits of a fresh model. Which
 listed move to pick is left to the rest of the network (trained uniform over the legal moves).
 
+The memory circuit (``MemoryCircuit``, build v6) adds three reserved coordinates and ``mem_dims`` more:
+``IS_OPP`` in the embedding of the tokens that end an opponent's step prefix (``- Step 2, player_1: ``), a second
+value channel of the previous-token head writing ``PREV_OPP`` at the move that follows, and a recall head in the
+copy layer (the second query head of kv group 0, so it reads the copy head's values) whose query reads ``ACT`` and
+whose key reads ``PREV_OPP`` on the slowest rotary pairs (the copy heads move to the ones before). It writes the
+attended moves' identity code, minus the listed moves' mean that copy head 0 reads, into ``MEM``; no embedding
+reads ``MEM`` until RL trains the readout (the embeddings' ``MEM`` entries, held at zero during SFT), and the
+final norm weighs ``MEM`` by ``readout_gain`` so that the readout can move as fast as a move's bias.
+
 SFT holds the circuit's weights, the writes into the reserved coordinates and (``hold_identity_code``) the copied
 embedding coordinates at their starting values (``SeededCircuit.held``); everything else trains from its seeded
 random initialisation. The architecture is a stock ``LlamaForCausalLM``, so the hf and vLLM backends load it
@@ -49,22 +58,50 @@ from typing import Any
 import attrs
 import torch
 
-from arena.core.models.tiny.recipe import CopyCircuit
+from arena.core.models.tiny.recipe import CopyCircuit, MemoryCircuit
 
 #: Tokens the listing uses for move ids (``"3: "``); the tokenizer's pre-split keeps them whole.
 ID_TOKEN = re.compile(r"\d+: ")
+#: Tokens that end an opponent's step prefix in a transcript (``- Step 2, player_1: ``, ``, player_0: ``), the move
+#: following as its own token; the seat's own steps read ``you (player_0): `` and do not match.
+OPPONENT_PREFIX = re.compile(r"(?:^|[^(])player_\d+: $")
 ACTION_TAG = "<action>"
 
 
 #: Offsets (from the end of the hidden size) of the reserved residual coordinates.
 BIAS, IS_ID, PREV_ID, ACT = 1, 2, 3, 4
 RESERVED = 4
+#: The memory circuit's (``MemoryCircuit``), after the copy circuit's: the opponent-prefix marker, "the token before
+#: me was one", and the first of ``mem_dims`` coordinates holding the recalled move.
+IS_OPP, PREV_OPP, MEM = 5, 6, 7
 
 
 def _rope_inv_freq(config: Any) -> torch.Tensor:
     head_dim = config.head_dim
     base = float(config.rope_parameters["rope_theta"])
     return 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+
+
+def opponent_prefix_ids(tokenizer: Any) -> list[int]:
+    """The ids of the tokens that end an opponent's step prefix (``OPPONENT_PREFIX``)."""
+    vocab = tokenizer.get_vocab()
+    return sorted(
+        index for token, index in vocab.items() if OPPONENT_PREFIX.search(tokenizer.convert_tokens_to_string([token]))
+    )
+
+
+def reserved_coordinates(hidden: int, memory: MemoryCircuit | None) -> dict[str, Any]:
+    """Where each reserved coordinate lies: the copy circuit's four, and the memory circuit's when it is on."""
+    coords: dict[str, Any] = {
+        "bias": hidden - BIAS,
+        "is_id": hidden - IS_ID,
+        "prev_id": hidden - PREV_ID,
+        "act": hidden - ACT,
+    }
+    if memory is not None and memory.enabled:
+        coords["is_opp"], coords["prev_opp"] = hidden - IS_OPP, hidden - PREV_OPP
+        coords["mem"] = [hidden - MEM - j for j in range(memory.mem_dims)]
+    return coords
 
 
 def marker_token_ids(tokenizer: Any) -> tuple[list[int], int]:
@@ -86,16 +123,20 @@ class SeededCircuit:
     ``held`` maps parameter names to boolean masks of the same shape: the circuit's own weights and the writes
     into the reserved coordinates. Left free, the warm start repurposes the circuit within its first few dozen
     steps (measured: both copy heads ended up attending to newlines) before the rest of the network learns to
-    read it; held, the rest of the network learns around it.
+    read it; held, the rest of the network learns around it. ``rl_released`` marks held entries that RL may train
+    (``rl_held``): the memory circuit's readout, which the warm start must not set.
     """
 
     info: dict[str, Any]
     held: dict[str, torch.Tensor]
+    rl_released: dict[str, torch.Tensor] = attrs.field(factory=dict)
 
 
 @torch.no_grad()
-def install_copy_circuit(model: Any, tokenizer: Any, circuit: CopyCircuit) -> SeededCircuit:
-    """Write the circuit into a freshly initialised ``LlamaForCausalLM`` in place."""
+def install_copy_circuit(
+    model: Any, tokenizer: Any, circuit: CopyCircuit, memory: MemoryCircuit | None = None
+) -> SeededCircuit:
+    """Write the circuit (and the memory circuit, when given and enabled) into a fresh ``LlamaForCausalLM`` in place."""
     config = model.config
     hidden, head_dim = config.hidden_size, config.head_dim
     heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
@@ -103,10 +144,20 @@ def install_copy_circuit(model: Any, tokenizer: Any, circuit: CopyCircuit) -> Se
         raise ValueError(
             "the copy circuit needs an even head_dim, tied embeddings and copy_layer between 1 and the last layer"
         )
-    bias, is_id, prev_id, act = (hidden - offset for offset in (BIAS, IS_ID, PREV_ID, ACT))
+    memory = memory if memory is not None and memory.enabled else None
+    group = heads // kv_heads
+    if memory is not None and (group < 2 or memory.mem_dims > head_dim):
+        raise ValueError("the memory circuit needs two query heads per kv group and mem_dims <= head_dim")
+    coords = reserved_coordinates(hidden, memory)
+    bias, is_id, prev_id, act = coords["bias"], coords["is_id"], coords["prev_id"], coords["act"]
     reserved = [bias, is_id, prev_id, act]
+    if memory is not None:
+        reserved += [coords["is_opp"], coords["prev_opp"], *coords["mem"]]
     identity = [c for c in range(hidden) if c not in reserved]
     id_tokens, action_id = marker_token_ids(tokenizer)
+    opponent_tokens = opponent_prefix_ids(tokenizer) if memory is not None else []
+    if memory is not None and not opponent_tokens:
+        raise ValueError("the memory circuit needs opponent step-prefix tokens ('player_1: ') in the vocabulary")
     half = head_dim // 2
     inv_freq = _rope_inv_freq(config)
     names = {id(parameter): name for name, parameter in model.named_parameters()}
@@ -117,11 +168,14 @@ def install_copy_circuit(model: Any, tokenizer: Any, circuit: CopyCircuit) -> Se
         mask[index] = True
 
     id_marker = circuit.marker * circuit.id_marker
+    opp_marker = circuit.marker * memory.opp_marker if memory is not None else 0.0
     embed = model.model.embed_tokens.weight
     embed[:, reserved] = 0.0
     embed[:, bias] = circuit.marker
     embed[id_tokens, is_id] = id_marker
     embed[action_id, act] = circuit.marker
+    if memory is not None:
+        embed[opponent_tokens, coords["is_opp"]] = opp_marker
     hold(embed, (slice(None), reserved))
 
     # Nothing but the circuit writes into or reads from the reserved coordinates at the start: a constant BIAS
@@ -137,16 +191,16 @@ def install_copy_circuit(model: Any, tokenizer: Any, circuit: CopyCircuit) -> Se
 
     # After RMSNorm a marker coordinate is worth about marker / rms(embedding); an ``ID: `` token carries a second
     # marker, so its normalised BIAS is a little smaller and its key gets IS_ID added back to match every other key.
-    noise = (hidden - RESERVED) * config.initializer_range**2
+    noise = len(identity) * config.initializer_range**2
     rms = math.sqrt((circuit.marker**2 + noise) / hidden)
     rms_id = math.sqrt((circuit.marker**2 + id_marker**2 + noise) / hidden)
     normed_marker = circuit.marker / rms
     scale = 1.0 / math.sqrt(head_dim)
 
     # Layer 0 is the circuit's own: its only output is the previous-token head (query head 0, kv head 0),
-    # IS_ID → PREV_ID. Its other heads and its MLP write nothing, so the residual stream that the copy heads read
-    # keeps the scale of the embeddings (a free first layer grew it about 500-fold during SFT and drowned the
-    # markers).
+    # IS_ID → PREV_ID (and IS_OPP → PREV_OPP for the memory circuit, the same attention on a second value channel).
+    # Its other heads and its MLP write nothing, so the residual stream that the copy heads read keeps the scale of
+    # the embeddings (a free first layer grew it about 500-fold during SFT and drowned the markers).
     first_layer = model.model.layers[0]
     first = first_layer.self_attn
     # cos((Δ-1)θ) summed over pairs: margin over Δ ∈ {0, 2} is Σ (1 - cos θ).
@@ -161,15 +215,19 @@ def install_copy_circuit(model: Any, tokenizer: Any, circuit: CopyCircuit) -> Se
     v.zero_()
     n = circuit.prev_pairs
     q[:n, bias] = amplitude
-    for coordinate, weight in (
-        (bias, amplitude),
-        (is_id, amplitude * (rms_id / rms - 1.0) * circuit.marker / id_marker),
-    ):
+    compensated = [(bias, amplitude), (is_id, amplitude * (rms_id / rms - 1.0) * circuit.marker / id_marker)]
+    if memory is not None:
+        rms_opp = math.sqrt((circuit.marker**2 + opp_marker**2 + noise) / hidden)
+        compensated.append((coords["is_opp"], amplitude * (rms_opp / rms - 1.0) * circuit.marker / opp_marker))
+    for coordinate, weight in compensated:
         k[:n, coordinate] = weight * torch.cos(fast).float()
         k[half : half + n, coordinate] = weight * torch.sin(fast).float()
     v[0, is_id] = rms / id_marker
     first.o_proj.weight.zero_()
     first.o_proj.weight[prev_id, 0] = circuit.prev_gain * circuit.marker
+    if memory is not None:
+        v[1, coords["is_opp"]] = rms / opp_marker
+        first.o_proj.weight[coords["prev_opp"], 1] = circuit.prev_gain * circuit.marker
     first_layer.mlp.down_proj.weight.zero_()
     for projection in (first.q_proj, first.k_proj, first.v_proj):
         hold(projection.weight, slice(0, head_dim))
@@ -177,9 +235,12 @@ def install_copy_circuit(model: Any, tokenizer: Any, circuit: CopyCircuit) -> Se
     hold(first_layer.mlp.down_proj.weight, slice(None))
 
     # Layer ``copy_layer``, one query head per kv group: copy heads (query ACT, key PREV_ID) whose value/output
-    # pairs are disjoint slices of the token-identity coordinates.
-    group = heads // kv_heads
-    pairs = list(range(half - circuit.copy_pairs, half))
+    # pairs are disjoint slices of the token-identity coordinates. The scores use the slowest rotary pairs (nearly
+    # position-free); with the memory circuit the very slowest go to its recall head, whose marked moves lie
+    # hundreds of tokens back, and the copy heads take the ones just faster (the listing is near ``<action>``).
+    recall_pairs = list(range(half - memory.recall_pairs, half)) if memory is not None else []
+    copy_end = half - len(recall_pairs)
+    pairs = list(range(copy_end - circuit.copy_pairs, copy_end))
     copy_amplitude = math.sqrt(circuit.copy_score / (len(pairs) * scale)) / normed_marker
     attention = model.model.layers[circuit.copy_layer].self_attn
     copy_heads: list[int] = []
@@ -205,13 +266,35 @@ def install_copy_circuit(model: Any, tokenizer: Any, circuit: CopyCircuit) -> Se
         hold(attention.v_proj.weight, kv_rows)
         hold(attention.o_proj.weight, (slice(None), rows))
         copy_heads.append(head)
+    recall_head = None
+    if memory is not None:
+        # The recall head: the second query head of kv group 0, so it reads the same values (the identity code of
+        # the attended token, clean at this depth) through its own query, ACT on the recall pairs, where kv head 0's
+        # key carries PREV_OPP. It writes the first ``mem_dims`` value coordinates into MEM, which no embedding reads.
+        recall_head = 1
+        rows = slice(recall_head * head_dim, (recall_head + 1) * head_dim)
+        recall_amplitude = math.sqrt(memory.recall_score / (len(recall_pairs) * scale)) / normed_marker
+        attention.q_proj.weight[rows] = 0.0
+        attention.o_proj.weight[:, rows] = 0.0
+        for p in recall_pairs:
+            attention.q_proj.weight[recall_head * head_dim + p, act] = recall_amplitude
+            attention.k_proj.weight[p, coords["prev_opp"]] = recall_amplitude / circuit.prev_gain
+        for j, coordinate in enumerate(coords["mem"]):
+            attention.o_proj.weight[coordinate, recall_head * head_dim + j] = memory.recall_gain
+            # Copy head 0 reads the same value coordinates, averaged over the listed moves: subtracted, MEM is the
+            # recalled move relative to the options (centred over the listing; columns held with the copy head's).
+            attention.o_proj.weight[coordinate, copy_heads[0] * head_dim + j] = -memory.recall_gain
+        hold(attention.q_proj.weight, rows)
+        hold(attention.o_proj.weight, (slice(None), rows))
     if circuit.hold_identity_code:
         # Every token keeps its random initial vector in the copied coordinates: a fixed code in which names stay
         # apart. Trained freely, the embeddings of interchangeable moves converge (tic-tac-toe cells reached a mean
         # cosine of 0.53 there), and copying one listed cell lifted its unlisted neighbours with it.
         hold(embed, (slice(None), copied))
     model.model.norm.weight.fill_(circuit.logit_gain)
-    info = {
+    if memory is not None:
+        model.model.norm.weight[coords["mem"]] = circuit.logit_gain * memory.readout_gain
+    info: dict[str, Any] = {
         "reserved_coordinates": {"bias": bias, "is_id": is_id, "prev_id": prev_id, "act": act},
         "id_tokens": len(id_tokens),
         "action_token": action_id,
@@ -219,4 +302,29 @@ def install_copy_circuit(model: Any, tokenizer: Any, circuit: CopyCircuit) -> Se
         "copy_heads": copy_heads,
         "held_weights": int(sum(int(mask.sum()) for mask in held.values())),
     }
-    return SeededCircuit(info=info, held=held)
+    if memory is not None:
+        info["reserved_coordinates"].update(
+            {"is_opp": coords["is_opp"], "prev_opp": coords["prev_opp"], "mem": coords["mem"]}
+        )
+        info["opponent_prefix_tokens"] = len(opponent_tokens)
+        info["recall_head"] = recall_head
+    released = _rl_released(names, embed, coords) if memory is not None else {}
+    info["rl_released_weights"] = int(sum(int(mask.sum()) for mask in released.values()))
+    return SeededCircuit(info=info, held=held, rl_released=released)
+
+
+def _rl_released(names: dict[int, str], embed: torch.Tensor, coords: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """The embeddings' MEM entries: held (at zero) during the warm start, whose answers are uniform over the legal
+    moves, so that the recalled moves map to no choice; free during RL, which learns what to play against them."""
+    mask = torch.zeros_like(embed, dtype=torch.bool)
+    mask[:, coords["mem"]] = True
+    return {names[id(embed)]: mask}
+
+
+def rl_held(seeded: SeededCircuit) -> dict[str, torch.Tensor]:
+    """The masks RL keeps: what SFT held, less ``seeded.rl_released``."""
+    out = {}
+    for name, mask in seeded.held.items():
+        released = seeded.rl_released.get(name)
+        out[name] = mask & ~released if released is not None else mask
+    return out

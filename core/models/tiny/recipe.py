@@ -77,6 +77,40 @@ class CopyCircuit:
 
 
 @attrs.frozen
+class MemoryCircuit:
+    """The "what did the opponent play before" circuit seeded beside the copy circuit (build v6).
+
+    Adapting within a trial needs the opponent's earlier moves at the answer position. The copy circuit's layer-0
+    previous-token head gets a second channel that marks each token following an opponent's step prefix (``- Step 2,
+    player_1: `` in MAGE's history and reflection transcripts); one more query head of the copy layer attends from
+    ``<action>`` to the marked tokens and writes their identity into ``mem_dims`` reserved coordinates that no token
+    embedding reads. So the model *knows* the opponent's earlier moves where it answers, but nothing maps them to a
+    choice: the embeddings' entries on those coordinates start at zero and are held during the warm start (whose
+    answers are uniform over the legal moves) and set free for RL, which has to learn what to play against them.
+    """
+
+    enabled: bool = True
+    #: Reserved coordinates the recalled move identity is written to (a slice of the copied identity code).
+    mem_dims: int = 32
+    #: The opponent-prefix marker's embedding value relative to ``CopyCircuit.marker`` (as ``id_marker``).
+    opp_marker: float = 0.25
+    #: Attention-logit margin the recall head gives a marked position at ``<action>``.
+    recall_score: float = 12.0
+    #: Rotary pairs of the recall score: the slowest (position-free over a trial); the copy heads take those before.
+    recall_pairs: int = 4
+    #: Gain of the recall head's output into the memory coordinates. Copy head 0 writes the same coordinates of the
+    #: listed moves' mean with the opposite sign, so MEM holds the recalled move *relative to the options*: the
+    #: three RPS moves' codes sum to zero, and a linear readout trained against two opponent types extends to the
+    #: third (docs/models.md, v6).
+    recall_gain: float = 3.0
+    #: The final norm's weight on MEM, times ``CopyCircuit.logit_gain``. After the warm start the residual at
+    #: ``<action>`` is about 200 times MEM's size there (rms 19 against 0.09 per coordinate: measured), so at the
+    #: plain gain one RL step moved the readout about 1/50 as far as a move's bias; MEM is not scaled in the
+    #: residual itself, where a larger MEM drowned the copy layer's MLP and broke the answers.
+    readout_gain: float = 300.0
+
+
+@attrs.frozen
 class TinyRecipe:
     """Everything that decides the built bytes besides the seed (sizes chosen to build in minutes on 2 cores)."""
 
@@ -114,6 +148,7 @@ class TinyRecipe:
     )
     sft: SFTConfig = attrs.field(factory=SFTConfig)
     circuit: CopyCircuit = attrs.field(factory=CopyCircuit)
+    memory: MemoryCircuit = attrs.field(factory=MemoryCircuit)
     #: Raise (and cache nothing) when the gate fails. Off by default: the gate is measured and recorded in
     #: ``build_report.json`` on every build, but a failing arena must not make ``model:tiny`` unusable.
     enforce_gate: bool = False
@@ -127,9 +162,15 @@ class TinyRecipe:
         return attrs.evolve(
             base,
             circuit=CopyCircuit(enabled=False),
+            memory=MemoryCircuit(enabled=False),
             demos=attrs.evolve(base.demos, drills=0),
             per_arena_demos={arena: attrs.evolve(c, drills=0) for arena, c in base.per_arena_demos.items()},
         )
+
+    @classmethod
+    def without_memory_circuit(cls) -> TinyRecipe:
+        """The v5 recipe: the copy circuit without the memory circuit (build with an ``out_dir``, as above)."""
+        return attrs.evolve(cls(), memory=MemoryCircuit(enabled=False))
 
     @classmethod
     def quick(cls, steps: int = 4) -> TinyRecipe:
