@@ -5,7 +5,7 @@ are usable on their own. Nothing here needs torch.
 """
 
 from arena.populations.manager import Population, snapshot_name
-from arena.populations.matchmaking import Matchup, default_matchups
+from arena.populations.matchmaking import Matchup, default_matchups, seated
 from arena.populations.pool import MatchStats, OpponentPool, PoolMember, pfsp_priority
 from arena.populations.ratings import Rating, Ratings, elo_update, elo_update_many
 from arena.populations.settings import PFSPConfig, PopulationConfig, RatingsConfig
@@ -25,5 +25,6 @@ __all__ = [
     "elo_update",
     "elo_update_many",
     "pfsp_priority",
+    "seated",
     "snapshot_name",
 ]

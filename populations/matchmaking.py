@@ -46,15 +46,18 @@ class Matchup:
         """The trial's seat specs: the learner's at ``learner_index``, the opponents in order around it."""
         if not self.opponent_spec:
             return (learner_spec,)
-        opponents = [self.opponent_spec, *(spec for _, spec in self.others)]
-        return (*opponents[: self.learner_index], learner_spec, *opponents[self.learner_index :])
+        return seated(learner_spec, [self.opponent_spec, *(spec for _, spec in self.others)], self.learner_index)
 
     def seat_names(self) -> tuple[str, ...]:
         """The players' names in seat order (the learner by its name), like ``seats``."""
         if not self.opponent_spec:
             return (self.learner,)
-        opponents = [self.opponent, *(name for name, _ in self.others)]
-        return (*opponents[: self.learner_index], self.learner, *opponents[self.learner_index :])
+        return seated(self.learner, [self.opponent, *(name for name, _ in self.others)], self.learner_index)
+
+
+def seated(learner: str, opponents: Sequence[str], index: int) -> tuple[str, ...]:
+    """``opponents`` in order with ``learner`` inserted at seat ``index``."""
+    return (*opponents[:index], learner, *opponents[index:])
 
 
 def group_id(iteration: int, learner: str, group: int) -> str:

@@ -62,7 +62,7 @@ from arena.core.learn.trainer import Trainer
 from arena.core.models.held import save_held
 from arena.core.rollout.engine import RolloutEngine
 from arena.core.rollout.seats import BackendPool, parse_seat
-from arena.populations import Matchup, Population
+from arena.populations import Matchup, Population, seated
 
 log = structlog.get_logger("arena.train")
 
@@ -758,9 +758,7 @@ class Run:
                     if opponent is None:
                         seats: tuple[str, ...] = (learner.seat_spec,)
                     else:  # the learner's seat rotates; the opponent holds every other seat
-                        others = [opponent] * (self.players - 1)
-                        at = k % self.players
-                        seats = (*others[:at], learner.seat_spec, *others[at:])
+                        seats = seated(learner.seat_spec, [opponent] * (self.players - 1), k % self.players)
                     specs.append(
                         TrialSpec(
                             trial_id=f"eval-{label}-{learner.name}-{opponent or 'solo'}-{k}",
