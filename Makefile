@@ -46,17 +46,17 @@ sandbox-tools:
 
 dev: $(VENV)/.installed-dev sandbox-tools
 
-# The main job in short: a MAGE population run on `tiny` (built on first use, about 4 minutes) against MAGE's
-# Kuhn poker pool, then evaluation against the opponents it never met (CFR), then the run's report (learning
-# curves, success by episode, win-rate matrix, ratings). About 10 minutes on 2 cores; the last line is the
-# report's path.
-DEMO_RUN := runs/demo/kuhn_mage
+# The main job in short: MAGE on `tiny` (built on first use, about 6 minutes here) in hidden-type rock-paper-scissors
+# (configs/rps_types_mage.yaml): trials of 3 one-round episodes against an opponent that always plays one move,
+# trained against always-rock and always-paper; then evaluation against both and against always-scissors, which it
+# never met, with the testbed's ceilings by episode; then the run's report. The last line is the report's path.
+DEMO_RUN := runs/demo/rps_types_mage
 demo: install
 	$(ARENA) models
-	$(ARENA) opponents --arena kuhn_poker
+	$(ARENA) models build tiny
 	rm -rf $(DEMO_RUN)
-	$(ARENA) train --population kuhn_mage iterations=10 eval.every=0 eval.games=50 --out $(DEMO_RUN) --dump-rollouts
-	$(ARENA) eval $(DEMO_RUN) --opponents all --games 100 --policy-samples 32
+	$(ARENA) train --population rps_types_mage --out $(DEMO_RUN)
+	$(ARENA) eval $(DEMO_RUN) --opponents all --games 100
 	$(ARENA) report $(DEMO_RUN)
 
 lint: dev

@@ -44,7 +44,7 @@ from arena.core.api.backend import Completion, GenerationRequest, Segment
 from arena.core.api.errors import ArenaError
 from arena.core.api.seeding import derive_seed
 from arena.core.models import resolve_model
-from arena.core.models.held import load_held
+from arena.core.models.held import READOUT_FILE, load_held
 
 # --- counter-based randomness -------------------------------------------------------------------------------------
 
@@ -317,12 +317,15 @@ class HFBackend:
             self.model: PreTrainedModel = cast(Any, loaded).to(target)
             #: Masks of the entries the model directory marks as held (``arena.core.models.held``), if any.
             self.held_weights = load_held(path) if local else None
+            #: Masks of the model's readout (``READOUT_FILE``): what ``optim.train: readout`` trains, if any.
+            self.readout_weights = load_held(path, READOUT_FILE) if local else None
             if tokenizer is None:
                 tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=local)
         else:
             self.model_name = str(getattr(model, "name_or_path", "") or type(model).__name__)
             self.model = model
             self.held_weights = None
+            self.readout_weights = None
             if device is not None:
                 self.model = cast(Any, self.model).to(torch.device(device))
             if dtype is not None:

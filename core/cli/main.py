@@ -478,10 +478,16 @@ def demos_cmd(
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None, help="Write a PNG of the curves.")
 @click.option("--by-method", is_flag=True, help="Group runs by method (plugin list) and summarise over their seeds.")
 @click.option(
+    "--by-episode",
+    is_flag=True,
+    help="From each run's `arena eval` report: value by episode against the pool and each unseen opponent, per "
+    "method (the run directory's name less its seed: mage_s0 -> mage) over seeds, beside the ceilings.",
+)
+@click.option(
     "--baseline",
     default=None,
     metavar="METHOD",
-    help="With --by-method (implied): compare each method with this one, paired by seed (e.g. grpo).",
+    help="With --by-method (implied) or --by-episode: compare each method with this one, paired by seed (e.g. grpo).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def compare_cmd(
@@ -491,6 +497,7 @@ def compare_cmd(
     window: int,
     plot_path: Path | None,
     by_method: bool,
+    by_episode: bool,
     baseline: str | None,
     as_json: bool,
 ) -> None:
@@ -498,7 +505,20 @@ def compare_cmd(
 
     With --by-method, one row per method over its seeds (one run per method and seed): held-out reward with
     Student-t intervals and, with --baseline, the per-seed paired difference from the baseline.
+
+    With --by-episode, the meta-RL view: each method's evaluated value by episode of a trial, against the training
+    pool and each opponent outside it, beside the testbed's fixed and adaptive ceilings, paired by seed.
     """
+    if by_episode:
+        from arena.core.eval.episode_compare import compare_by_episode, format_episode_table, plot_by_episode
+
+        episode_view = compare_by_episode(run_dirs, baseline=baseline)
+        if plot_path is not None:
+            episode_view["plot"] = str(plot_by_episode(episode_view, plot_path))
+        click.echo(json.dumps(episode_view, indent=2) if as_json else format_episode_table(episode_view))
+        if plot_path is not None and not as_json:
+            click.echo(f"plot: {plot_path}")
+        return
     from arena.core.eval.compare import compare_runs, format_table, plot
 
     result = compare_runs(run_dirs, metric=metric, levels=levels, window=max(1, window))

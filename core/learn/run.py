@@ -43,7 +43,7 @@ from tqdm import tqdm
 
 from arena.core.api.augment import Augmentation, GroupTask, ScoredAnswer, augmentable_groups
 from arena.core.api.backend import ChatMessage, Completion, GenerationRequest
-from arena.core.api.errors import ArenaError
+from arena.core.api.errors import ArenaError, ConfigError
 from arena.core.api.records import TrialRecord, TrialSpec
 from arena.core.api.samples import Sample
 from arena.core.api.seeding import derive_seed
@@ -59,7 +59,7 @@ from arena.core.learn.metrics import IterationLine, LearnerTally, Recorder, gene
 from arena.core.learn.rescoring import score_answer
 from arena.core.learn.run_config import LearnerConfig, TrainConfig
 from arena.core.learn.trainer import Trainer
-from arena.core.models.held import save_held
+from arena.core.models.held import READOUT_FILE, hold_all_but, save_held
 from arena.core.rollout.engine import RolloutEngine
 from arena.core.rollout.seats import BackendPool, parse_seat
 from arena.populations import Matchup, Population, seated
@@ -205,11 +205,23 @@ class Learner:
             model = trainable.model
             self.tokenizer = getattr(trainable, "tokenizer", None)
             held = getattr(trainable, "held_weights", None)
+            readout = getattr(trainable, "readout_weights", None)
         else:
             self.tokenizer = getattr(self.backend, "tokenizer", None)
             held = getattr(self.backend, "held_weights", None)
+            readout = getattr(self.backend, "readout_weights", None)
         #: Masks of the entries the model marks as held (saved with every copy of the model this run writes).
         self.held_weights: dict[str, torch.Tensor] | None = held
+        #: Masks of the model's readout (saved with every copy too, so a resumed or further run can train it).
+        self.readout_weights: dict[str, torch.Tensor] | None = readout
+        if config.optim.train == "readout":
+            if not readout:
+                raise ConfigError(
+                    f"learner {config.name!r}: optim.train is 'readout' but model {model_name!r} marks no readout "
+                    f"({READOUT_FILE}; tiny builds from v6 on write one)"
+                )
+            # Everything but the readout is held; the model's own held entries stay held inside it too.
+            held = hold_all_but(model, readout, held if config.optim.hold_marked_weights else None)
         pad_id = int(getattr(self.tokenizer, "pad_token_id", None) or 0)
         loss = config.loss
         if loss.aggregation == "seq_sum" and loss.seq_sum_constant is None:
@@ -248,6 +260,8 @@ class Learner:
             self.tokenizer.save_pretrained(folder)
         if self.held_weights:
             save_held(folder, self.held_weights)
+        if self.readout_weights:
+            save_held(folder, self.readout_weights, READOUT_FILE)
 
     def write_model_files(self, folder: Path) -> None:
         """Everything but the weights (the checkpoint writes those itself)."""
@@ -258,6 +272,8 @@ class Learner:
             self.tokenizer.save_pretrained(folder)
         if self.held_weights:
             save_held(folder, self.held_weights)
+        if self.readout_weights:
+            save_held(folder, self.readout_weights, READOUT_FILE)
 
     def encode(self, messages: Sequence[ChatMessage]) -> tuple[int, ...]:
         """Token ids of ``messages`` rendered as the backend renders a rollout's prompt (for ``training_view``)."""

@@ -106,6 +106,10 @@ class OptimConfig:
     #: Keep the entries a model directory marks as held (``held_weights.safetensors``, written by the copy-circuit
     #: ``tiny`` build) at their values; false trains every weight. No effect on models without the file.
     hold_marked_weights: bool = True
+    #: Which entries the run trains: ``all``, or ``readout``, only the entries the model directory marks as its
+    #: readout (``readout_weights.safetensors``; tiny v6's memory readout), every other weight held as built, the
+    #: way a pretrained model's head alone is fine-tuned. A model that marks no readout is a clear error.
+    train: Literal["all", "readout"] = "all"
     #: A model held in bf16/fp16 (the hf backend's default on GPU) is stepped through float32 copies of its
     #: weights (``arena.core.learn.master_weights``); false steps the low-precision weights directly, where updates
     #: smaller than their rounding step are lost. No effect on float32 models.
@@ -123,6 +127,7 @@ class OptimConfig:
             _require(self, name, lambda v: v >= 1, "at least 1")
         for name in ("warmup_steps", "total_steps"):
             _require(self, name, lambda v: v >= 0, "at least 0")
+        _require(self, "train", lambda v: v in ("all", "readout"), "'all' or 'readout'")
 
 
 def _require(config: Any, name: str, ok: Callable[[Any], bool], what: str) -> None:
@@ -273,7 +278,9 @@ class Trainer:
         #: Entries kept at their values (``arena.core.models.held``), on the tensors the optimizer steps; None when
         #: the model marks none or ``optim.hold_marked_weights`` is off.
         stepped = self.master.named_parameters() if self.master else model
-        self.hold = WeightHold(stepped, held) if held and optim.hold_marked_weights else None
+        # ``train: readout`` passes masks that hold all but the readout: honoured whatever ``hold_marked_weights`` says.
+        keep = optim.hold_marked_weights or optim.train == "readout"
+        self.hold = WeightHold(stepped, held) if held and keep else None
         optimizer = torch.optim.AdamW(
             self._stepped_parameters(),
             lr=optim.lr,

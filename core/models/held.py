@@ -22,25 +22,50 @@ from arena.core.api.errors import ArenaError
 
 #: The file, in a model directory, with the masks of the held entries.
 HELD_FILE = "held_weights.safetensors"
+#: The file, in a model directory, with the masks of the model's *readout*: the entries a ``train: readout`` run
+#: trains and nothing else (tiny v6's memory readout, the embeddings' ``MEM`` entries; ``OptimConfig.train``).
+READOUT_FILE = "readout_weights.safetensors"
 
 
-def save_held(folder: str | Path, masks: Mapping[str, torch.Tensor]) -> Path:
+def save_held(folder: str | Path, masks: Mapping[str, torch.Tensor], file: str = HELD_FILE) -> Path:
     """Write ``masks`` (parameter name → boolean tensor of the parameter's shape) into ``folder``."""
     from safetensors.torch import save_file
 
-    path = Path(folder) / HELD_FILE
+    path = Path(folder) / file
     save_file({name: mask.to(torch.uint8).contiguous().cpu() for name, mask in sorted(masks.items())}, str(path))
     return path
 
 
-def load_held(folder: str | Path) -> dict[str, torch.Tensor] | None:
+def load_held(folder: str | Path, file: str = HELD_FILE) -> dict[str, torch.Tensor] | None:
     """The masks stored in ``folder``, or None when it holds none (or is not a local directory)."""
     from safetensors.torch import load_file
 
-    path = Path(folder) / HELD_FILE
+    path = Path(folder) / file
     if not path.is_file():
         return None
     return {name: mask.bool() for name, mask in load_file(str(path)).items()}
+
+
+def hold_all_but(
+    model: torch.nn.Module, readout: Mapping[str, torch.Tensor], held: Mapping[str, torch.Tensor] | None
+) -> dict[str, torch.Tensor]:
+    """Masks that hold every entry of ``model`` except the ``readout`` entries (which ``held`` may still hold).
+
+    What ``OptimConfig.train: readout`` trains with: the rest of the network stays as built, like a pretrained
+    model whose head alone is fine-tuned. Parameters without a readout mask are held whole.
+    """
+    parameters = dict(model.named_parameters())
+    unknown = sorted(set(readout) - set(parameters))
+    if unknown:
+        raise ArenaError(f"{READOUT_FILE} names parameters the model does not have: {', '.join(unknown[:5])}")
+    masks: dict[str, torch.Tensor] = {}
+    for name, parameter in parameters.items():
+        free = readout.get(name)
+        mask = torch.ones_like(parameter, dtype=torch.bool) if free is None else ~free.to(parameter.device)
+        if held and name in held:
+            mask = mask | held[name].to(parameter.device)
+        masks[name] = mask
+    return masks
 
 
 class WeightHold:

@@ -129,6 +129,50 @@ def test_a_run_keeps_the_entries_its_model_marks_held(tmp_path: Path, toy_dir: P
     assert any(not torch.equal(trained[n][~m], start[n][~m]) for n, m in masks.items())
 
 
+def test_a_readout_run_trains_the_readout_alone(tmp_path: Path, toy_dir: Path) -> None:
+    """``optim.train: readout``: only the entries ``readout_weights.safetensors`` marks move (less those the model
+    also holds), every other weight stays as built, and every saved copy of the model carries both files."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+
+    from arena.core.models.held import HELD_FILE, READOUT_FILE, load_held, save_held
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(toy_dir, model_dir)
+    start = load_file(str(model_dir / "model.safetensors"))
+    embed = next(name for name in start if "embed" in name)
+    readout = torch.zeros_like(start[embed], dtype=torch.bool)
+    readout[:, :4] = True  # four coordinates of every token, as tiny's MEM columns
+    held = torch.zeros_like(readout)
+    held[:, 0] = True  # one of them the model itself holds: it stays held
+    save_held(model_dir, {embed: readout}, READOUT_FILE)
+    save_held(model_dir, {embed: held})
+    config = write_config(tmp_path, model_dir, iterations=1)
+    proc = arena("train", "--population", str(config), "learners.0.optim.train=readout", "--out", str(tmp_path / "run"))
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    learner = sorted((tmp_path / "run" / "checkpoints").iterdir())[-1] / "learners" / "agent"
+    assert (learner / READOUT_FILE).is_file() and (learner / HELD_FILE).is_file()
+    assert load_held(learner, READOUT_FILE) is not None
+    trained = load_file(str(learner / "model.safetensors"))
+    for name, tensor in start.items():
+        if name != embed:
+            assert torch.equal(trained[name], tensor), name
+    free = readout & ~held
+    assert torch.equal(trained[embed][~free], start[embed][~free])
+    assert not torch.equal(trained[embed][free], start[embed][free])
+
+
+def test_readout_training_on_a_model_without_a_readout_is_one_line(tmp_path: Path, toy_dir: Path) -> None:
+    config = write_config(tmp_path, toy_dir, iterations=1)
+    proc = arena("train", "--population", str(config), "learners.0.optim.train=readout", "--out", str(tmp_path / "run"))
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode != 0
+    assert "marks no readout" in err and "Traceback" not in err
+
+
 def assert_master_weights_checkpointed(run: Path, toy_dir: Path) -> None:
     """The GPU default (bf16 weights), on CPU: each checkpoint holds the float32 master copies next to the bf16
     learner weights that are those copies rounded, and training moved them."""

@@ -196,6 +196,11 @@ def test_default_tiny_has_the_circuit_and_the_v2_recipe_still_builds(tmp_path: P
 def _rps_history_prompt(learner_seat: int, opponent: str) -> tuple[ChatMessage, ...]:
     """The engine's episode-3 action prompt of a 3-episode, 1-round RPS trial against ``opponent``, with MAGE's
     ``history_only`` memory (the transcripts of episodes 1 and 2)."""
+    return _rps_action_prompts(learner_seat, opponent)[-1]
+
+
+def _rps_action_prompts(learner_seat: int, opponent: str) -> list[tuple[ChatMessage, ...]]:
+    """The engine's action prompts of episodes 1, 2 and 3 of that trial."""
     from arena.core.api.records import TrialSpec
     from arena.core.backends.scripted import ScriptedBackend
     from arena.core.config.trial import PromptConfig, TrialConfig
@@ -226,7 +231,7 @@ def _rps_history_prompt(learner_seat: int, opponent: str) -> tuple[ChatMessage, 
     RolloutEngine(PluginSet(["mage"]), config, backends=pool).run([spec])
     action_prompts = [r for r in captured if r.purpose == "action"]
     assert len(action_prompts) == 3
-    return tuple(action_prompts[-1].messages)
+    return [tuple(r.messages) for r in action_prompts]
 
 
 @pytest.mark.parametrize("learner_seat", [0, 1])
@@ -276,3 +281,60 @@ def test_memory_circuit_recalls_the_opponents_earlier_moves_at_action(
     assert float(total.norm()) < 0.3 * min(float(v.norm()) for v in recalled.values())
     readout = model.model.norm.weight.detach()[mem]
     assert torch.all(readout == recipe.circuit.logit_gain * MemoryCircuit().readout_gain)
+
+
+@pytest.mark.slow
+def test_the_built_tiny_recalls_the_opponents_move_and_its_choices_stay_untrained(model_cache: None) -> None:
+    """On the real build (after the warm start, not a fresh model): at ``<action>`` of episodes 2 and 3 the recall
+    head attends to the opponent's earlier moves, MEM there is mostly the recalled move's own code (not a code every
+    opponent shares), and nothing maps it to a choice yet.
+
+    This is the test that would have caught v6: its warm start had eroded the recall to 0.11-0.25 of the head's
+    attention, so MEM was mostly one shared vector (shared norm 1.7 against 0.6 per opponent), and RL on it
+    learned a bias ("never rock") instead of a counter (docs/results.md, "Hidden types on tiny v7").
+    """
+    import json as _json
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from arena.core.models import resolve_model
+    from arena.core.models.held import READOUT_FILE, load_held
+    from arena.core.models.tiny.circuit import opponent_prefix_ids
+
+    path = Path(resolve_model("tiny"))
+    info = _json.loads((path / "build_report.json").read_text())["circuit"]
+    mem, head = info["reserved_coordinates"]["mem"], info["recall_head"]
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval()
+    readout = load_held(path, READOUT_FILE)
+    assert readout is not None, "v7 marks the readout"
+    (mask,) = readout.values()
+    assert not bool(mask[info["action_token"]].any()), "<action>'s own MEM entries are no readout (a shared bias)"
+    assert int(mask.sum()) == (mask.shape[0] - 1) * len(mem)
+    action = tokenizer.encode("<action>", add_special_tokens=False)
+    prefixes = set(opponent_prefix_ids(tokenizer))
+    moves = {m: tokenizer.encode(m, add_special_tokens=False)[0] for m in ("rock", "paper", "scissors")}
+    counter = {"rock": "paper", "paper": "scissors", "scissors": "rock"}
+    win_probability = {1: [], 2: [], 3: []}
+    for seat in (0, 1):
+        recalled: dict[int, list[torch.Tensor]] = {2: [], 3: []}
+        for move in ("rock", "paper", "scissors"):
+            for episode, messages in enumerate(_rps_action_prompts(seat, f"rps-{move}"), start=1):
+                ids = [*prompt_ids(tokenizer, messages), *action]
+                with torch.no_grad():
+                    out = model(input_ids=torch.tensor([ids]), output_hidden_states=True, output_attentions=True)
+                logits = out.logits[0, -1, list(moves.values())]
+                win_probability[episode].append(float(torch.softmax(logits, 0)[list(moves).index(counter[move])]))
+                if episode == 1:
+                    continue
+                on_opponent = [i for i in range(1, len(ids)) if ids[i - 1] in prefixes]
+                weight = float(out.attentions[info["copy_layer"]][0, head, -1][on_opponent].sum())
+                assert weight > 0.7, (seat, move, episode, weight)
+                recalled[episode].append(out.hidden_states[info["copy_layer"] + 1][0, -1, mem])
+        for episode, codes in recalled.items():
+            shared = sum(codes) / 3
+            own = min(float((c - shared).norm()) for c in codes)
+            assert own > 1.2 * float(shared.norm()), (seat, episode, own, float(shared.norm()))
+    # Untrained choices: the counter of the opponent's move is played about as often in every episode (~1/3).
+    by_episode = {k: sum(v) / len(v) for k, v in win_probability.items()}
+    assert all(0.25 < p < 0.45 for p in by_episode.values()), by_episode

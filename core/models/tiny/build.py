@@ -44,7 +44,11 @@ log = structlog.get_logger("arena.models.tiny")
 # 5: v4's recipe with its demonstration opponents fixed (demos.DEMO_OPPONENTS); caches named v4 that were built
 # after 4c75957 had collected against three more Kuhn styles and two more RPS opponents, so they are not reused.
 # 6: v5 with the memory circuit (recipe.MemoryCircuit): the opponent's earlier moves recalled at ``<action>``.
-BUILD_VERSION = 6
+# 7: v6 with the recall head's query sharpened after the warm start (MemoryCircuit.recall_sharpen; the warm start
+# had eroded the recall to 0.11-0.25 of its attention), ``<action>``'s own MEM entries held in RL (no shared bias in
+# MEM space), and ``readout_weights.safetensors``, the readout's masks, so a run can train it alone
+# (``optim.train: readout``).
+BUILD_VERSION = 7
 NAME = "tiny"
 #: Files whose bytes may differ between two otherwise identical builds.
 NONDETERMINISTIC_FILES: tuple[str, ...] = ("build_timing.json",)
@@ -170,8 +174,8 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
     from tqdm import tqdm
     from transformers import GenerationConfig, LlamaForCausalLM
 
-    from arena.core.models.held import save_held
-    from arena.core.models.tiny.circuit import install_copy_circuit, rl_held
+    from arena.core.models.held import READOUT_FILE, save_held
+    from arena.core.models.tiny.circuit import install_copy_circuit, rl_held, sharpen_recall
     from arena.core.models.tiny.demos import build_demos, demo_texts, describe
     from arena.core.models.tiny.quality import evaluate
     from arena.core.models.tiny.sft import deterministic_torch, train
@@ -202,9 +206,11 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
         circuit: dict[str, Any] = {}
         held: dict[str, Any] = {}
         held_in_rl: dict[str, Any] = {}
+        readout: dict[str, Any] = {}
         if recipe.circuit.enabled:
             seeded = install_copy_circuit(model, tokenizer, recipe.circuit, recipe.memory)
             circuit, held, held_in_rl = seeded.info, seeded.held, rl_held(seeded)
+            readout = dict(seeded.rl_released)
             log.info("tiny: seeded the copy circuit", **circuit)
         parameters = sum(p.numel() for p in model.parameters())
         log.info("tiny: supervised warm start", parameters=parameters, examples=len(examples), epochs=recipe.sft.epochs)
@@ -219,6 +225,8 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
 
         losses = train(model, examples, recipe.sft, seed=seed, pad_id=end_id, on_step=on_step, held=held)
         bar.close()
+        if recipe.memory.enabled and recipe.circuit.enabled and recipe.memory.recall_sharpen != 1.0:
+            sharpen_recall(model, circuit, recipe.memory.recall_sharpen)
         timing["sft"] = time.perf_counter() - phase
         log.info("tiny: trained", steps=len(losses), first_loss=round(losses[0], 3), last_loss=round(losses[-1], 3))
 
@@ -249,6 +257,9 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
             # Later training keeps the circuit too (``Trainer`` honours the masks; arena.core.models.held), all but
             # the memory circuit's readout, which RL is there to learn.
             save_held(out, held_in_rl)
+        if readout:
+            # What RL is there to learn, marked so that a run can train it alone (``optim.train: readout``).
+            save_held(out, readout, READOUT_FILE)
         report = {
             "name": NAME,
             "build_version": BUILD_VERSION,

@@ -308,17 +308,42 @@ def install_copy_circuit(
         )
         info["opponent_prefix_tokens"] = len(opponent_tokens)
         info["recall_head"] = recall_head
-    released = _rl_released(names, embed, coords) if memory is not None else {}
+    released = _rl_released(names, embed, coords, action_id) if memory is not None else {}
     info["rl_released_weights"] = int(sum(int(mask.sum()) for mask in released.values()))
     return SeededCircuit(info=info, held=held, rl_released=released)
 
 
-def _rl_released(names: dict[int, str], embed: torch.Tensor, coords: dict[str, Any]) -> dict[str, torch.Tensor]:
+def _rl_released(
+    names: dict[int, str], embed: torch.Tensor, coords: dict[str, Any], action_id: int
+) -> dict[str, torch.Tensor]:
     """The embeddings' MEM entries: held (at zero) during the warm start, whose answers are uniform over the legal
-    moves, so that the recalled moves map to no choice; free during RL, which learns what to play against them."""
+    moves, so that the recalled moves map to no choice; free during RL, which learns what to play against them.
+
+    All but ``<action>``'s own: its MEM entries are added to MEM at the very position the readout reads, so set free
+    they are a bias in MEM space that every recalled move shares. Measured on v6 (docs/results.md, "Hidden types on
+    tiny v7"): a shared term is where "never rock" goes against the always-rock / always-paper pool, and the
+    readout's extension to the unseen always-scissors (rock) is lost. Held at zero, MEM at ``<action>`` is the
+    recall alone, and the readout stays linear in the recalled move's centred code.
+    """
     mask = torch.zeros_like(embed, dtype=torch.bool)
     mask[:, coords["mem"]] = True
+    mask[action_id, :] = False
     return {names[id(embed)]: mask}
+
+
+def sharpen_recall(model: Any, info: dict[str, Any], gain: float) -> None:
+    """Scale the recall head's query by ``gain`` (after the warm start; ``MemoryCircuit.recall_sharpen``).
+
+    Why: the warm start trains the layer norms and the embeddings' free coordinates, which the recall's score reads
+    through; on the v6 build the recall head's attention at ``<action>`` on the opponent's earlier move fell from
+    0.86 (fresh) to 0.11-0.25, so MEM was mostly a code shared by every opponent. Scaling the held query restores
+    the margin (0.85 at 3x, measured) without touching anything the warm start trained.
+    """
+    head = info["recall_head"]
+    head_dim = model.config.head_dim
+    attention = model.model.layers[info["copy_layer"]].self_attn
+    with torch.no_grad():
+        attention.q_proj.weight[head * head_dim : (head + 1) * head_dim] *= gain
 
 
 def rl_held(seeded: SeededCircuit) -> dict[str, torch.Tensor]:

@@ -108,6 +108,9 @@ class MemoryCircuit:
     #: plain gain one RL step moved the readout about 1/50 as far as a move's bias; MEM is not scaled in the
     #: residual itself, where a larger MEM drowned the copy layer's MLP and broke the answers.
     readout_gain: float = 300.0
+    #: Factor on the recall head's query after the warm start (``circuit.sharpen_recall``): the warm start erodes
+    #: the recall's score (attention on the opponent's move 0.11-0.25 on v6); 4x gives 0.85 (build v7, measured).
+    recall_sharpen: float = 4.0
 
 
 @attrs.frozen
