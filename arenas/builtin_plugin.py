@@ -52,6 +52,13 @@ def make_doors(**kwargs: Any) -> Any:
     return DoorsEnv(**kwargs)
 
 
+def make_vault(**kwargs: Any) -> Any:
+    """Create the vault arena (``chests``, default 16; ``tasks``, default 0: every seed its own vault); lazy import."""
+    from arena.arenas.vault import VaultEnv
+
+    return VaultEnv(**kwargs)
+
+
 def make_coding(**kwargs: Any) -> Any:
     """Create the coding arena (``split``, ``tiers``, ``max_attempts``, ``timeout_s``, ``memory_mb``); lazy import."""
     from arena.arenas.coding import CodingEnv
@@ -87,6 +94,12 @@ def register_arenas(register: Callable[..., None]) -> None:
         make_doors,
         description="Single-agent doors: each episode, scout (0, shows the prize door) or open a door (1 if right).",
         source="arena:doors",
+    )
+    register(
+        "vault",
+        make_vault,
+        description="Single-agent vault: open one of 16 chests (1 if it holds the treasure); then told which one did.",
+        source="arena:vault",
     )
     register(
         "coding",

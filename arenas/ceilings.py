@@ -53,6 +53,7 @@ __all__ = [
     "NoCeiling",
     "RpsModel",
     "TrialModel",
+    "VaultModel",
     "adaptive_values",
     "best_value",
     "ceilings",
@@ -294,6 +295,45 @@ class DoorsModel:
         return 1.0 if isinstance(node, tuple) and node[0] == "hit" else 0.0
 
 
+# -- vault --------------------------------------------------------------------------------------------------------
+
+
+class VaultModel:
+    """The ``vault`` arena: the type is the treasure's chest; one action, ``open chest k``, and the episode's end
+    names the treasure's chest whether k was right or not, so from episode 2 of a trial the chest is known.
+
+    The prior (``prior``, over chests 1..N) is uniform for a fresh vault; with ``tasks`` P it is the share of vaults
+    0..P-1 whose treasure each chest holds (uniform when P is a multiple of N: the treasures are balanced per block
+    of N vaults, ``arena.arenas.vault.treasure_chest``). Win rate and return coincide (a win scores 1). The
+    across-iteration ceilings of EMPO²'s recurring tasks are in ``arena.arenas.vault`` (``memory_ceiling``)."""
+
+    def __init__(self, chests: int = 16, tasks: int = 0, metric: str = "win_rate") -> None:
+        from arena.arenas.vault import treasure_chest
+
+        self.metric = _check_metric(metric)
+        self.chests = int(chests)
+        self.types: tuple[Any, ...] = tuple(range(1, self.chests + 1))
+        counts = [0] * self.chests
+        for task in range(int(tasks)):
+            counts[treasure_chest(task, self.chests) - 1] += 1
+        self.prior: tuple[float, ...] = tuple(float(c) for c in counts) if tasks else (1.0,) * self.chests
+
+    def start(self, kind: Any) -> Branches:
+        return [(1.0, "closed")]
+
+    def actions(self, node: Node) -> Sequence[int]:
+        return self.types
+
+    def step(self, node: Node, action: int, kind: Any) -> Branches:
+        return [(1.0, ("hit", action) if action == kind else ("miss", action, kind))]
+
+    def terminal(self, node: Node) -> bool:
+        return node != "closed"
+
+    def value(self, node: Node) -> float:
+        return 1.0 if isinstance(node, tuple) and node[0] == "hit" else 0.0
+
+
 # -- Kuhn poker --------------------------------------------------------------------------------------------------
 
 #: (opponent's card, betting so far as "p"/"b" letters) -> probability that the opponent bets.
@@ -427,6 +467,17 @@ def _doors(kwargs: Mapping[str, Any], opponents: Sequence[str], metric: str) -> 
     return DoorsModel(int(kwargs.get("doors", DEFAULT_DOORS)), metric=metric)
 
 
+def _vault(kwargs: Mapping[str, Any], opponents: Sequence[str], metric: str) -> TrialModel:
+    from arena.arenas.vault import DEFAULT_CHESTS
+
+    if opponents:
+        raise NoCeiling("vault is a single-seat arena: it takes no opponents")
+    unknown = set(kwargs) - {"chests", "tasks"}
+    if unknown:
+        raise NoCeiling(f"no ceiling model for vault with {sorted(unknown)}")
+    return VaultModel(int(kwargs.get("chests", DEFAULT_CHESTS)), int(kwargs.get("tasks", 0)), metric=metric)
+
+
 def _kuhn(kwargs: Mapping[str, Any], opponents: Sequence[str], metric: str) -> TrialModel:
     if kwargs and dict(kwargs) != {"players": 2}:
         raise NoCeiling(f"no ceiling model for kuhn_poker with {dict(kwargs)}")
@@ -436,6 +487,7 @@ def _kuhn(kwargs: Mapping[str, Any], opponents: Sequence[str], metric: str) -> T
 _MODELS: dict[str, tuple[ModelBuilder, str]] = {
     "rock_paper_scissors": (_rps, "win_rate"),
     "doors": (_doors, "win_rate"),
+    "vault": (_vault, "win_rate"),
     "kuhn_poker": (_kuhn, "return"),
 }
 
@@ -469,6 +521,8 @@ def _types_of(model: TrialModel, names: Sequence[str], weights: Sequence[float])
         return model.type_weights(weights)
     if isinstance(model, DoorsModel):
         return [1.0] * len(model.types)
+    if isinstance(model, VaultModel):
+        return list(model.prior)
     by_name = dict(zip(names, weights, strict=True))
     return [by_name[str(kind)] for kind in model.types]
 
@@ -540,6 +594,7 @@ TESTBEDS: tuple[Testbed, ...] = (
         for m in ("win_rate", "return")
     ),
     *((f"doors, {n} doors", "doors", {"doors": n}, (), None, (), "win_rate") for n in (4, 10)),
+    ("vault, 16 chests", "vault", {"chests": 16}, (), None, (), "win_rate"),
     ("Kuhn, MAGE's pool (chips)", "kuhn_poker", {}, ("conservative", "aggressive", "intermediate"),
      (0.3, 0.3, 0.4), ("cfr", "cfr-argmax"), "return"),
     ("Kuhn, stochastic styles (chips)", "kuhn_poker", {}, ("bluffer", "calling-station", "folder"), None,

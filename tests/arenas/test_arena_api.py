@@ -20,7 +20,15 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*observation space value is.*in
 
 
 def test_registers_every_builtin(factories: dict[str, Any]) -> None:
-    assert set(factories) == {*OPENSPIEL_IDS, "rock_paper_scissors", "text_maze", "doors", "coding", "instruct"}
+    assert set(factories) == {
+        *OPENSPIEL_IDS,
+        "rock_paper_scissors",
+        "text_maze",
+        "doors",
+        "vault",
+        "coding",
+        "instruct",
+    }
 
 
 @pytest.mark.parametrize("arena_id", OPENSPIEL_IDS)
