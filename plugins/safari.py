@@ -25,10 +25,17 @@ The pipeline of the SAFARI summary, as commands (``register_commands``); no tria
    rollouts: restore the copied state, apply the action, let a forward-only policy play to the end
    (``rollout_policy``: ``expert``, the scripted oracle, by default; ``student``, the SFT model itself), average.
    A rollout's value is the same length-penalised score as in stage 1 (``value: scored``) or the plain return
-   (``value: return``). An answer that names no legal move is worth ``invalid_value`` (−1.5, the engine's forfeit)
-   without rollouts, and a rollout whose student answer is unusable ends with that value. Pairs whose values
-   differ by more than ``margin`` are kept: the better action is chosen, the worse rejected (the student's side is
-   its own answer text, the expert's side ``<action>MOVE</action>``).
+   (``value: return``). Pairs whose values differ by more than ``margin`` are kept: the better action is chosen,
+   the worse rejected (the student's side is its own answer text, the expert's side ``<action>MOVE</action>``).
+   Both sides are legal moves (``rejected: legal``, the default): when the student's answer names no legal move,
+   up to ``student_samples`` − 1 more answers are drawn and the first legal one is the student's; a state where
+   none is legal makes no pair and is counted (``no_legal_answer``), never paired as "expert move over an illegal
+   answer", a pair that teaches the answer format (SFT's job), not which legal move explores better.
+   ``rejected: any`` keeps the earlier pairs: the student's first answer whatever it is, an illegal one worth
+   ``invalid_value`` (−1.5, the engine's forfeit) without rollouts. A rollout whose student answer is unusable
+   ends with ``invalid_value`` either way. ``pairs_summary.json`` counts the answers drawn, the illegal ones, the
+   states without a legal answer, and the kept pairs that are legal against legal (``legal_pairs``) or have an
+   illegal rejected side (``illegal_rejected``, 0 under ``legal``).
 4. ``arena safari dpo``: **DPO (β 0.1) plus an SFT term** on the pairs: per pair a ``dpo_chosen`` and a
    ``dpo_rejected`` sample sharing ``meta["pair"]`` and, when ``sft_coef > 0``, an ``sft`` sample of the chosen
    answer; one ``Trainer.update`` per batch of pairs; the reference is the model as loaded (the SFT model).
@@ -36,6 +43,21 @@ The pipeline of the SAFARI summary, as commands (``register_commands``); no tria
    optional evaluation of the base, SFT and DPO models (pass@k on one-player arenas, win rate in games).
 
 Every stage writes a JSON summary (counts, timings, pass rates) and prints one at the end.
+
+Settings of stage 3 (``PairOptions``: ``pairs`` in a ``safari run`` config; most are ``safari pairs`` options too):
+
+| setting | default | meaning |
+| --- | --- | --- |
+| ``states_per_task`` | ``8`` | decisions of the expert's line where the student answers |
+| ``rollouts`` | ``4`` | Monte-Carlo rollouts per valued action |
+| ``rollout_policy`` | ``"expert"`` | forward-only policy of the rollouts: ``expert`` or ``student`` |
+| ``value`` | ``"scored"`` | a rollout's value: the length-penalised score, or ``return`` |
+| ``margin`` | ``0.01`` | a pair is kept when its values differ by more than this |
+| ``length_penalty`` | ``0.5`` | λ of the scored value |
+| ``invalid_value`` | ``-1.5`` | value of an answer or rollout without a legal move |
+| ``temperature`` | ``1.0`` | the student's sampling temperature |
+| ``rejected`` | ``"legal"`` | ``legal``: both sides of a pair are legal moves; ``any``: first answer, legal or not |
+| ``student_samples`` | ``4`` | answers drawn at a state (``legal``) until one names a legal move |
 
 Choices the summary leaves open, made here: uniform alternatives (not the expert's second-best), breadth-first
 expansion, the "win" outcome as success, λ = 0.5, keep_fraction 0.5, the canonical ``<action>MOVE</action>``
@@ -614,6 +636,13 @@ class PairOptions:
     length_penalty: float = 0.5
     invalid_value: float = -1.5
     temperature: float = 1.0
+    #: ``legal``: a pair's two sides are legal moves, so a rejected answer is never one that names no legal move
+    #: (such states are resampled up to ``student_samples`` answers, else make no pair and are counted);
+    #: ``any``: the student's first answer whatever it is (an illegal one is worth ``invalid_value``).
+    rejected: Literal["legal", "any"] = "legal"
+    #: Answers drawn at a state under ``rejected: legal`` until one names a legal move (the first one with the
+    #: seed ``any`` uses, the others only when it names none).
+    student_samples: int = 4
 
 
 def rollout_values(
@@ -680,8 +709,24 @@ def build_pairs(
     """Stage 3 over ``seeds``: the kept pairs (JSON rows) and counts."""
     from tqdm import tqdm
 
+    if options.rejected not in ("legal", "any"):
+        raise ArenaError(f"pairs.rejected must be 'legal' or 'any', got {options.rejected!r}")
+    if options.student_samples < 1:
+        raise ArenaError(f"pairs.student_samples must be at least 1, got {options.student_samples}")
     pairs: list[dict[str, Any]] = []
-    counts = {"states": 0, "student_valid": 0, "agree": 0, "valued": 0, "kept": 0, "student_chosen": 0}
+    counts = {
+        "states": 0,
+        "student_valid": 0,
+        "student_answers": 0,
+        "illegal_answers": 0,
+        "no_legal_answer": 0,
+        "agree": 0,
+        "valued": 0,
+        "kept": 0,
+        "legal_pairs": 0,
+        "illegal_rejected": 0,
+        "student_chosen": 0,
+    }
     gaps: list[float] = []
     for seed in tqdm(seeds, desc="safari pairs", unit="task", disable=None if progress is None else not progress):
         env = game.make_env()
@@ -695,15 +740,28 @@ def build_pairs(
             node = game.fork(cursor)
             expert_choice = expert.choose(game, [cursor], [derive_seed(seed, "expert", decision)])[0]
             restore(env, node.snap)  # a model expert or student never touches the env, a scripted one may search
-            student_choice = student.choose(game, [cursor], [derive_seed(seed, "student", decision)])[0]
+            answers = student.choose(game, [cursor], [derive_seed(seed, "student", decision)])
             restore(env, node.snap)
             if expert_choice.action is None:
                 break
+            if options.rejected == "legal" and answers[0].action is None and options.student_samples > 1:
+                more = range(1, options.student_samples)
+                answers += student.choose(
+                    game, [cursor] * len(more), [derive_seed(seed, "student", decision, k) for k in more]
+                )
+                restore(env, node.snap)
+            sample = next((k for k, c in enumerate(answers) if c.action is not None), 0)
+            student_choice = answers[sample]
             counts["states"] += 1
-            counts["student_valid"] += int(student_choice.action is not None)
+            counts["student_valid"] += int(answers[0].action is not None)
+            counts["student_answers"] += len(answers)
+            counts["illegal_answers"] += sum(c.action is None for c in answers)
+            counts["no_legal_answer"] += int(student_choice.action is None)
             names = {m.action: m.name for m in turn.legal_moves}
             if student_choice.action == expert_choice.action:
                 counts["agree"] += 1
+            elif student_choice.action is None and options.rejected == "legal":
+                pass  # no legal answer to pair with: counted in no_legal_answer, never a rejected side
             else:
                 if student_choice.action is None:
                     (v_expert,) = rollout_values(
@@ -732,6 +790,7 @@ def build_pairs(
                 gaps.append(abs(v_expert - v_student))
                 if abs(v_expert - v_student) > options.margin:
                     student_better = v_student > v_expert
+                    student_legal = student_choice.action is not None
                     expert_answer = answer_of(names[expert_choice.action])
                     pairs.append(
                         {
@@ -741,9 +800,9 @@ def build_pairs(
                             "chosen_by": "student" if student_better else "expert",
                             "values": {"expert": v_expert, "student": v_student},
                             "expert_move": names[expert_choice.action],
-                            "student_move": names.get(student_choice.action)
-                            if student_choice.action is not None
-                            else None,
+                            "student_move": names.get(student_choice.action) if student_legal else None,
+                            "student_legal": student_legal,
+                            "student_sample": sample,
                             "arena": game.arena,
                             "task_seed": int(seed),
                             "decision": decision,
@@ -751,6 +810,8 @@ def build_pairs(
                         }
                     )
                     counts["kept"] += 1
+                    counts["legal_pairs"] += int(student_legal)
+                    counts["illegal_rejected"] += int(not student_legal)
                     counts["student_chosen"] += int(student_better)
             cursor = game.resume(node, env)
             game.apply(cursor, turn, expert_choice.action, opponents)
@@ -759,6 +820,7 @@ def build_pairs(
     states = max(1, counts["states"])
     stats.update(
         {
+            "rejected": options.rejected,
             "student_valid_rate": counts["student_valid"] / states,
             "agreement_rate": counts["agree"] / states,
             "mean_value_gap": float(np.mean(gaps)) if gaps else 0.0,
@@ -1027,8 +1089,18 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         lines.append(
             f"pairs: {p['states']} states, student valid {p['student_valid_rate']:.2f}, "
             f"agrees {p['agreement_rate']:.2f}, {p['valued']} valued, {p['kept']} kept "
-            f"({p['student_chosen']} with the student's answer chosen); {p['seconds']:.1f}s"
+            f"({p.get('legal_pairs', '?')} legal vs legal, {p.get('illegal_rejected', '?')} with an illegal "
+            f"rejected answer, {p['student_chosen']} with the student's answer chosen); {p['seconds']:.1f}s"
         )
+        if p.get("no_legal_answer"):
+            legal = p.get("rejected") == "legal"
+            samples = p.get("options", {}).get("student_samples", 1) if legal else 1
+            what = "no pair there (rejected: legal)" if legal else "each valued at invalid_value (rejected: any)"
+            lines.append(
+                f"pairs: {p['no_legal_answer']} of {p['states']} states without a legal student answer in "
+                f"{samples} sample(s), {what}; {p.get('illegal_answers', '?')} of "
+                f"{p.get('student_answers', '?')} answers drawn named no legal move"
+            )
     if "dpo" in summary:
         q = summary["dpo"]
         lines.append(
@@ -1137,6 +1209,20 @@ def register_commands(cli: Any) -> None:
     @click.option("--value", type=click.Choice(["scored", "return"]), default="scored", show_default=True)
     @click.option("--margin", type=float, default=_PAIRS.margin, show_default=True)
     @click.option("--temperature", type=float, default=_PAIRS.temperature, show_default=True)
+    @click.option(
+        "--rejected",
+        type=click.Choice(["legal", "any"]),
+        default=_PAIRS.rejected,
+        show_default=True,
+        help="legal: both sides of a pair are legal moves; any: an illegal student answer may be the rejected one.",
+    )
+    @click.option(
+        "--student-samples",
+        type=int,
+        default=_PAIRS.student_samples,
+        show_default=True,
+        help="Answers drawn at a state (--rejected legal) until one names a legal move.",
+    )
     def pairs_cmd(
         arena_id: str,
         arena_kwargs: tuple[str, ...],
@@ -1153,6 +1239,8 @@ def register_commands(cli: Any) -> None:
         value: Literal["scored", "return"],
         margin: float,
         temperature: float,
+        rejected: Literal["legal", "any"],
+        student_samples: int,
     ) -> None:
         """Stage 3: (expert, student) action pairs valued by rollouts → DIR/pairs.jsonl (+ pairs_summary.json)."""
         game = Game(arena_id, _kwargs(arena_kwargs), learner_seat, opponents)
@@ -1163,6 +1251,8 @@ def register_commands(cli: Any) -> None:
             value=value,
             margin=margin,
             temperature=temperature,
+            rejected=rejected,
+            student_samples=student_samples,
         )
         summary = run_pairs(game, model_spec, expert, list(range(first_seed, first_seed + tasks)), options, out)
         click.echo(format_summary({"pairs": summary}))

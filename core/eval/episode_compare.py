@@ -215,11 +215,14 @@ def plot_by_episode(result: Mapping[str, Any], out: Path) -> Path:
     panels = max(1, len(target_names))
     fig, axes = plt.subplots(1, panels, figsize=(4.2 * panels, 3.6), squeeze=False)
     for ax, target in zip(axes[0], target_names, strict=False):
-        ceilings_drawn = False
-        for method in result["methods"]:
-            row = method["targets"].get(target)
-            if row is None:
-                continue
+        rows = [(m, m["targets"][target]) for m in result["methods"] if target in m["targets"]]
+        # The ceilings first, so that a method's line at a ceiling is drawn over it.
+        with_ceilings = next((row for _, row in rows if row["fixed"] is not None), None)
+        if with_ceilings is not None:
+            x = [e["episode"] for e in with_ceilings["episodes"]]
+            ax.plot(x, with_ceilings["fixed"], color="grey", linestyle="--", label="fixed-policy ceiling")
+            ax.plot(x, with_ceilings["adaptive"], color="black", linestyle=":", label="adaptive ceiling")
+        for method, row in rows:
             x = [e["episode"] for e in row["episodes"]]
             values = [e["value"] for e in row["episodes"]]
             mean = [v["mean"] for v in values]
@@ -228,10 +231,6 @@ def plot_by_episode(result: Mapping[str, Any], out: Path) -> Path:
             high = [v["mean"] if v["high"] is None else v["high"] for v in values]
             (line,) = ax.plot(x, mean, marker="o", label=f"{method['method']} ({len(method['seeds'])} seeds)")
             ax.fill_between(x, low, high, color=line.get_color(), alpha=0.15)
-            if not ceilings_drawn and row["fixed"] is not None:
-                ax.plot(x, row["fixed"], color="grey", linestyle="--", label="fixed-policy ceiling")
-                ax.plot(x, row["adaptive"], color="black", linestyle=":", label="adaptive ceiling")
-                ceilings_drawn = True
         ax.set_title(target)
         ax.set_xlabel("episode of the trial")
         episodes = max(len(m["targets"][target]["episodes"]) for m in result["methods"] if target in m["targets"])

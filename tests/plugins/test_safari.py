@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import attrs
 import numpy as np
 import pytest
 import torch
@@ -16,6 +17,7 @@ from pettingzoo import AECEnv
 
 from arena.core.api.backend import GenerationRequest
 from arena.core.api.records import TrialSpec
+from arena.core.api.seeding import derive_seed
 from arena.core.backends.hf import HFBackend
 from arena.core.backends.scripted import ScriptedBackend
 from arena.core.config.trial import TrialConfig
@@ -237,11 +239,104 @@ def test_invalid_student_answer_is_worth_the_forfeit_value() -> None:
     game = Game("tree", make_env=TreeEnv)
     expert = TablePolicy("expert", {(): 0, (0,): 1})
     forward = TablePolicy("forward", {(a,): 0 for a in range(3)})
-    options = PairOptions(rollouts=1, value="return", margin=0.01, invalid_value=-1.5)
+    options = PairOptions(rollouts=1, value="return", margin=0.01, invalid_value=-1.5, rejected="any")
     pairs, stats = build_pairs(game, expert, Mute("s", {}), forward, [0], options, progress=False)
     assert stats["student_valid_rate"] == 0.0
     assert [p["values"]["student"] for p in pairs] == [-1.5, -1.5]
     assert all(p["rejected"] == "no idea" and p["chosen_by"] == "expert" for p in pairs)
+    assert stats["illegal_rejected"] == 2 and stats["legal_pairs"] == 0
+    # By default (rejected: legal) such a state makes no pair: it is counted, not paired.
+    pairs, stats = build_pairs(game, expert, Mute("s", {}), forward, [0], attrs.evolve(options, rejected="legal"))
+    assert pairs == [] and stats["no_legal_answer"] == 2 and stats["valued"] == 0
+    assert stats["student_answers"] == stats["illegal_answers"] == 2 * options.student_samples
+
+
+#: Hand-made student answers by (task, decision, sample): illegal ones (no move, a move that does not exist) and
+#: legal ones of different values. Unlisted samples answer ``NO_MOVE``.
+STUDENT_ANSWERS = {
+    (0, 0, 0): "no idea",
+    (0, 0, 1): "<action>7</action>",
+    (0, 0, 2): "I pick 2. <action>2</action>",  # worth REWARD[2][0] = 0.1 < the expert's 0 (0.2)
+    (0, 1, 0): "garbled",  # then only NO_MOVE: no legal answer at this state
+    (1, 0, 0): "I pick 1. <action>1</action>",  # worth 0.5 > the expert's 0 (0.2): the student's answer is chosen
+    (1, 1, 0): "I pick 2. <action>2</action>",  # worth 0.0 < the expert's 1 (1.0)
+}
+NO_MOVE = "pass"
+ILLEGAL = {"no idea", "<action>7</action>", "garbled", NO_MOVE}
+
+
+def _scripted_student() -> safari.ModelPolicy:
+    """The real model policy (prompt, parse, legality) over a scripted backend answering ``STUDENT_ANSWERS``."""
+    by_seed = {
+        derive_seed(task, "student", decision, *([k] if k else [])): text
+        for (task, decision, k), text in STUDENT_ANSWERS.items()
+    }
+    for task, decision in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        for k in range(8):
+            by_seed.setdefault(derive_seed(task, "student", decision, *([k] if k else [])), NO_MOVE)
+
+    def responder(request: GenerationRequest, rng: np.random.Generator) -> str:
+        return by_seed[request.seed]
+
+    return safari.ModelPolicy("model:student", backend=ScriptedBackend(responder=responder))
+
+
+def _student_pairs(**options: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    game = Game("tree", make_env=TreeEnv)
+    expert = TablePolicy("expert", {(): 0, (0,): 1})
+    forward = TablePolicy("forward", {(a,): 0 for a in range(3)})
+    pair_options = PairOptions(rollouts=1, value="return", margin=0.01, **options)
+    return build_pairs(game, expert, _scripted_student(), forward, [0, 1], pair_options, progress=False)
+
+
+def test_pairs_reject_only_legal_student_answers_by_default() -> None:
+    pairs, stats = _student_pairs()
+    assert not ILLEGAL & {p["rejected"] for p in pairs}, "an illegal answer is the rejected side of a pair"
+    assert all(p["values"]["student"] != -1.5 for p in pairs)
+    # Task 0, decision 0: the first two answers name no legal move, the third (move 2, worth less) is rejected.
+    # Task 0, decision 1: no legal answer in 4 samples: no pair. Task 1: legal first answers, as before.
+    assert [(p["task_seed"], p["decision"], p["chosen"], p["rejected"]) for p in pairs] == [
+        (0, 0, "<action>0</action>", "I pick 2. <action>2</action>"),
+        (1, 0, "I pick 1. <action>1</action>", "<action>0</action>"),
+        (1, 1, "<action>1</action>", "I pick 2. <action>2</action>"),
+    ]
+    assert [p["student_sample"] for p in pairs] == [2, 0, 0]
+    chosen_value = [max(p["values"].values()) for p in pairs]
+    rejected_value = [min(p["values"].values()) for p in pairs]
+    assert all(c > r for c, r in zip(chosen_value, rejected_value, strict=True))
+    assert stats["rejected"] == "legal"
+    assert (stats["states"], stats["kept"], stats["legal_pairs"], stats["illegal_rejected"]) == (4, 3, 3, 0)
+    assert stats["no_legal_answer"] == 1  # the shortfall is reported, not filled with an illegal answer
+    assert (stats["student_answers"], stats["illegal_answers"]) == (4 + 4 + 1 + 1, 3 + 4)
+    assert stats["student_valid"] == 2  # the first answer, as before
+    text = safari.format_summary({"pairs": {**stats, "options": {"student_samples": 4}, "seconds": 0.0}})
+    assert "3 legal vs legal, 0 with an illegal rejected answer" in text
+    assert "1 of 4 states without a legal student answer in 4 sample(s), no pair there" in text
+
+
+def test_rejected_any_keeps_the_old_pairs() -> None:
+    pairs, stats = _student_pairs(rejected="any")
+    # One answer per state, an illegal one worth the forfeit value and rejected against the expert's move.
+    assert [(p["task_seed"], p["decision"], p["chosen"], p["rejected"]) for p in pairs] == [
+        (0, 0, "<action>0</action>", "no idea"),
+        (0, 1, "<action>1</action>", "garbled"),
+        (1, 0, "I pick 1. <action>1</action>", "<action>0</action>"),
+        (1, 1, "<action>1</action>", "I pick 2. <action>2</action>"),
+    ]
+    assert [p["values"]["student"] for p in pairs[:2]] == [-1.5, -1.5]
+    assert (stats["kept"], stats["legal_pairs"], stats["illegal_rejected"]) == (4, 2, 2)
+    assert (stats["student_answers"], stats["illegal_answers"], stats["no_legal_answer"]) == (4, 2, 2)
+    _, legal_one = _student_pairs(rejected="legal", student_samples=1)  # no resampling: both states unpaired
+    assert (legal_one["kept"], legal_one["no_legal_answer"], legal_one["student_answers"]) == (2, 2, 4)
+
+
+def test_pair_settings_table_matches_pair_options() -> None:
+    from tests.plugins.test_settings_tables import ROW, table_value
+
+    rows = dict(ROW.findall(safari.__doc__ or ""))
+    fields = {f.name: f.default for f in attrs.fields(PairOptions)}
+    assert set(rows) == set(fields)
+    assert {k: table_value(v) for k, v in rows.items()} == fields
 
 
 # ----------------------------------------------------------------------------------------------------------------
