@@ -59,6 +59,14 @@ def make_vault(**kwargs: Any) -> Any:
     return VaultEnv(**kwargs)
 
 
+def make_menu(**kwargs: Any) -> Any:
+    """Create the menu arena (``plans``, default 5; ``tasks``, default 0: every seed its own menu; ``code_length``,
+    default 3); imported lazily."""
+    from arena.arenas.menu import MenuEnv
+
+    return MenuEnv(**kwargs)
+
+
 def make_coding(**kwargs: Any) -> Any:
     """Create the coding arena (``split``, ``tiers``, ``max_attempts``, ``timeout_s``, ``memory_mb``); lazy import."""
     from arena.arenas.coding import CodingEnv
@@ -100,6 +108,12 @@ def register_arenas(register: Callable[..., None]) -> None:
         make_vault,
         description="Single-agent vault: open one of 16 chests (1 if it holds the treasure); then told which one did.",
         source="arena:vault",
+    )
+    register(
+        "menu",
+        make_menu,
+        description="Single-agent menu: name one of 5 listed plans in <strategy> tags, then its code; one plan pays.",
+        source="arena:menu",
     )
     register(
         "coding",

@@ -26,6 +26,7 @@ def test_registers_every_builtin(factories: dict[str, Any]) -> None:
         "text_maze",
         "doors",
         "vault",
+        "menu",
         "coding",
         "instruct",
     }
