@@ -33,6 +33,11 @@ OVERRIDES = {
         "dynamic_sampling.max_rounds=1",
         "eval.arena_kwargs.split=test",
     ],
+    "menu_sge": [
+        *SMALL,
+        "learners.0.options.sge.strategy_max_tokens=12",
+        "dynamic_sampling.max_rounds=1",
+    ],
 }
 
 
