@@ -25,13 +25,13 @@ table), so the default is ``doors = 10``: a clear margin for MAGE, a clearly neg
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
+from arena.arenas.one_decision import FoundIsWin, env_of
 from arena.core.api.arena import Move, SeatView
 
 __all__ = ["DEFAULT_DOORS", "SCOUT", "DoorsAdapter", "DoorsEnv", "prize_door"]
@@ -45,7 +45,7 @@ def prize_door(seed: int, doors: int) -> int:
     return int(np.random.default_rng([int(seed) % (1 << 63), doors]).integers(doors)) + 1
 
 
-class DoorsEnv(AECEnv[str, dict[str, np.ndarray], int | None]):
+class DoorsEnv(FoundIsWin, AECEnv[str, dict[str, np.ndarray], int | None]):
     """The doors as a one-agent PettingZoo AEC env (agent ``player_0``), one action per episode.
 
     Observation: ``{"observation": int64 [doors, actions taken], "action_mask": int8 over the N + 1 actions}``
@@ -132,22 +132,9 @@ class DoorsEnv(AECEnv[str, dict[str, np.ndarray], int | None]):
     def found(self) -> bool:
         return self.taken is not None and self.taken != SCOUT and self.taken == self.prize
 
-    def arena_outcome(self, returns: Mapping[str, float], agent: str) -> str:
-        """Win iff the prize's door was opened."""
-        return "win" if self.found else "loss"
-
-    def render(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
 
 def _doors(view: SeatView) -> DoorsEnv:
-    env = getattr(view.env, "unwrapped", view.env)
-    if not isinstance(env, DoorsEnv):
-        raise TypeError(f"the doors adapter needs a DoorsEnv, got {type(env).__name__}")
-    return env
+    return env_of(view, DoorsEnv)
 
 
 class DoorsAdapter:

@@ -94,7 +94,7 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -103,6 +103,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
+from arena.arenas.one_decision import FoundIsWin, env_of
 from arena.core.api.arena import Move, ParseResult, SeatView
 
 __all__ = [
@@ -259,7 +260,7 @@ def read_answer(text: str, menu: Menu, code_length: int = DEFAULT_CODE_LENGTH) -
 # -- the env -----------------------------------------------------------------------------------------------------
 
 
-class MenuEnv(AECEnv[str, np.ndarray, str | None]):
+class MenuEnv(FoundIsWin, AECEnv[str, np.ndarray, str | None]):
     """The menu as a one-agent PettingZoo AEC env (agent ``player_0``), one free-text answer per episode.
 
     Observation: int64 ``[menu number, plans, answered (0 or 1)]``; action: any string (``Text`` space), judged by
@@ -357,22 +358,9 @@ class MenuEnv(AECEnv[str, np.ndarray, str | None]):
         self.infos = {agent: {"task_id": self.task_id}}
         self._accumulate_rewards()
 
-    def arena_outcome(self, returns: Mapping[str, float], agent: str) -> str:
-        """Win iff the paying plan was chosen with its exact code."""
-        return "win" if self.found else "loss"
-
-    def render(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
 
 def _menu(view: SeatView) -> MenuEnv:
-    env = getattr(view.env, "unwrapped", view.env)
-    if not isinstance(env, MenuEnv):
-        raise TypeError(f"the menu adapter needs a MenuEnv, got {type(env).__name__}")
-    return env
+    return env_of(view, MenuEnv)
 
 
 def _code_clause(env: MenuEnv, plan: int) -> str:

@@ -25,7 +25,7 @@ chest slightly, which ``blind_ceiling`` computes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -33,6 +33,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
+from arena.arenas.one_decision import FoundIsWin, env_of
 from arena.core.api.arena import Move, SeatView
 
 __all__ = [
@@ -70,7 +71,7 @@ def treasure_chest(task: int, chests: int = DEFAULT_CHESTS) -> int:
 # -- the env -----------------------------------------------------------------------------------------------------
 
 
-class VaultEnv(AECEnv[str, dict[str, np.ndarray], int | None]):
+class VaultEnv(FoundIsWin, AECEnv[str, dict[str, np.ndarray], int | None]):
     """The vault as a one-agent PettingZoo AEC env (agent ``player_0``), one action per episode.
 
     Observation: ``{"observation": int64 [vault number, chests, chests opened (0 or 1)], "action_mask": int8 over
@@ -175,22 +176,9 @@ class VaultEnv(AECEnv[str, dict[str, np.ndarray], int | None]):
     def found(self) -> bool:
         return self.opened is not None and self.opened == self.treasure
 
-    def arena_outcome(self, returns: Mapping[str, float], agent: str) -> str:
-        """Win iff the treasure's chest was opened."""
-        return "win" if self.found else "loss"
-
-    def render(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
 
 def _vault(view: SeatView) -> VaultEnv:
-    env = getattr(view.env, "unwrapped", view.env)
-    if not isinstance(env, VaultEnv):
-        raise TypeError(f"the vault adapter needs a VaultEnv, got {type(env).__name__}")
-    return env
+    return env_of(view, VaultEnv)
 
 
 class VaultAdapter:
