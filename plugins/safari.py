@@ -800,7 +800,7 @@ def build_pairs(
                             "chosen_by": "student" if student_better else "expert",
                             "values": {"expert": v_expert, "student": v_student},
                             "expert_move": names[expert_choice.action],
-                            "student_move": names.get(student_choice.action) if student_legal else None,
+                            "student_move": None if student_choice.action is None else names.get(student_choice.action),
                             "student_legal": student_legal,
                             "student_sample": sample,
                             "arena": game.arena,
