@@ -227,10 +227,17 @@ class Learner:
         if loss.aggregation == "seq_sum" and loss.seq_sum_constant is None:
             # Dr.GRPO divides by a constant: the generation budget, not the batch's longest answer.
             loss = attrs.evolve(loss, seq_sum_constant=run.trial.prompt.max_new_tokens)
-        self.trainer = Trainer(model, config.optim, loss, pad_id=pad_id, held=held)
+        self.trainer = Trainer(model, config.optim, loss, pad_id=pad_id, held=held, readout=readout)
         if self.trainer.hold is not None:
             log.info(
                 "learner: holding the weights its model marks", learner=config.name, entries=self.trainer.hold.entries
+            )
+        if self.trainer.readout_step is not None:
+            log.info(
+                "learner: scaling the readout's steps",
+                learner=config.name,
+                entries=self.trainer.readout_step.entries,
+                factor=config.optim.readout_lr_scale,
             )
         if self.plugins.implements("shape_token_advantages"):
             options = config.options

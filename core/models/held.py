@@ -111,3 +111,57 @@ class WeightHold:
     def _on(mask: torch.Tensor, parameter: torch.Tensor) -> torch.Tensor:
         # accelerate (or a .to() call) may have moved the model since the masks were placed.
         return mask if mask.device == parameter.device else mask.to(parameter.device)
+
+
+class ScaledStep:
+    """Scales every optimizer step on the masked entries of the stepped tensors by ``factor`` (0 holds them).
+
+    Why: a readout behind a gain moves the logits that many times faster per AdamW step than any other entry, since
+    Adam's step size does not depend on the gradient's scale. tiny v6's memory readout sits behind a 300-fold final-norm
+    weight; trained with the whole network at lr 1e-4, MAGE on Kuhn fell from 132 untrained first-episode wins to 120
+    (300 trials; 156 with the readout held; docs/results.md, "The memory readout under whole-network training").
+    The masked gradients are scaled by ``factor`` before clipping (so they do not dominate the norm and shrink every
+    other entry's step; Adam's own step on them is unchanged by it, its moments being per entry), and after the step
+    each masked entry is put at ``before + factor * (after - before)``.
+    """
+
+    def __init__(
+        self, tensors: torch.nn.Module | Mapping[str, torch.Tensor], masks: Mapping[str, torch.Tensor], factor: float
+    ) -> None:
+        parameters = dict(tensors.named_parameters()) if isinstance(tensors, torch.nn.Module) else dict(tensors)
+        unknown = sorted(set(masks) - set(parameters))
+        if unknown:
+            raise ArenaError(f"{READOUT_FILE} names parameters the model does not have: {', '.join(unknown[:5])}")
+        self.factor = factor
+        self._scaled = [
+            (parameters[name], mask.to(device=parameters[name].device, dtype=torch.bool))
+            for name, mask in sorted(masks.items())
+        ]
+        self._before: list[torch.Tensor] = []
+
+    @property
+    def entries(self) -> int:
+        """How many parameter entries have their steps scaled."""
+        return sum(int(mask.sum()) for _, mask in self._scaled)
+
+    @torch.no_grad()
+    def scale_grads(self) -> None:
+        """Scale the masked gradients (before clipping)."""
+        for parameter, mask in self._scaled:
+            if parameter.grad is not None:
+                grad = parameter.grad
+                grad[WeightHold._on(mask, grad)] *= self.factor
+
+    @torch.no_grad()
+    def remember(self) -> None:
+        """Record the masked entries just before the optimizer step."""
+        self._before = [parameter.detach()[WeightHold._on(mask, parameter)].clone() for parameter, mask in self._scaled]
+
+    @torch.no_grad()
+    def scale_step(self) -> None:
+        """Shrink the step the optimizer just took on the masked entries to ``factor`` of it."""
+        for (parameter, mask), before in zip(self._scaled, self._before, strict=True):
+            mask = WeightHold._on(mask, parameter)
+            after = parameter.detach()[mask]
+            parameter.masked_scatter_(mask, before + self.factor * (after - before))
+        self._before = []

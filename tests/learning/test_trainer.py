@@ -327,3 +327,40 @@ def test_a_plugin_registered_loss_kind_is_used_by_the_trainer(toy, monkeypatch: 
 
     with pytest.raises(ArenaError, match="no loss for sample kind 'unheard_of'"):
         Trainer(make(), OptimConfig(lr=1e-3), LossConfig()).update([attrs_evolve(raw[0], loss="unheard_of")])
+
+
+def test_the_readout_steps_scale_under_whole_network_training(toy) -> None:
+    """``optim.readout_lr_scale``: the readout's step is that share of the step it would take at 1 (0 holds it, and
+    its gradient leaves the clipping norm), every other entry trains; ``train: readout`` ignores it."""
+    samples = sampled(toy, n=4)
+    _, make = toy
+    base = make()
+    readout = _held_masks(base)  # half of every matrix's rows, as tiny's MEM columns of every token
+    start = {n: p.detach().clone() for n, p in base.named_parameters()}
+
+    def step(scale: float) -> dict[str, torch.Tensor]:
+        model = make()
+        model.load_state_dict(base.state_dict())
+        # eps far below every gradient: Adam's step is then the same whatever the gradient's scale, so the scaled
+        # gradient (kept out of the clipping norm's way) changes nothing and the step scaling is the whole effect.
+        optim = OptimConfig(lr=1e-2, eps=1e-30, readout_lr_scale=scale)
+        trainer = Trainer(model, optim, LossConfig(), readout=readout)
+        assert (trainer.readout_step is not None) == (scale != 1.0)
+        trainer.update(samples)
+        return {n: p.detach() - start[n] for n, p in model.named_parameters()}
+
+    full, half, none = step(1.0), step(0.5), step(0.0)
+    for name, mask in readout.items():
+        assert bool(full[name][mask].abs().gt(0).any()), name
+        torch.testing.assert_close(half[name][mask], 0.5 * full[name][mask], rtol=1e-3, atol=1e-7)
+        assert torch.equal(none[name][mask], torch.zeros_like(none[name][mask])), name
+        assert bool(none[name][~mask].abs().gt(0).any()), name  # the rest trains
+    everything = {n: torch.ones_like(p, dtype=torch.bool) for n, p in base.named_parameters()}
+    model = make()
+    metrics = Trainer(model, OptimConfig(lr=1e-2, readout_lr_scale=0.0), LossConfig(), readout=everything).update(
+        samples
+    )
+    assert metrics["train/grad_norm"] == 0.0
+    assert Trainer(make(), OptimConfig(train="readout", readout_lr_scale=0.0), LossConfig(), readout=readout).readout_step is None
+    with pytest.raises(ValueError, match="readout_lr_scale"):
+        OptimConfig(readout_lr_scale=2.0)
