@@ -361,6 +361,7 @@ def test_the_readout_steps_scale_under_whole_network_training(toy) -> None:
         samples
     )
     assert metrics["train/grad_norm"] == 0.0
-    assert Trainer(make(), OptimConfig(train="readout", readout_lr_scale=0.0), LossConfig(), readout=readout).readout_step is None
+    readout_only = OptimConfig(train="readout", readout_lr_scale=0.0)
+    assert Trainer(make(), readout_only, LossConfig(), readout=readout).readout_step is None
     with pytest.raises(ValueError, match="readout_lr_scale"):
         OptimConfig(readout_lr_scale=2.0)
