@@ -8,6 +8,7 @@ real cache, where a build is done once and reused (a build is deterministic, so 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,17 @@ def model_cache(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv("ARENA_CACHE", raising=False)
     else:
         monkeypatch.setenv("ARENA_CACHE", ORIGINAL_ARENA_CACHE)
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_given_back() -> Iterator[None]:
+    """A test that leaves torch's process-wide thread count changed fails (and the count is put back), so that
+    one test cannot slow the rest: tests with ``torch_threads: 1`` once left the slow tests on one core."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    after = torch.get_num_threads()
+    if after != before:
+        torch.set_num_threads(before)
+        pytest.fail(f"the test left torch's thread count at {after} (it was {before})")

@@ -22,7 +22,6 @@ from typing import Any
 
 import attrs
 import structlog
-import torch
 from tqdm import tqdm
 
 from arena.core.api.errors import ArenaError
@@ -34,6 +33,7 @@ from arena.core.host import catalog
 from arena.core.host.plugins import PluginSet
 from arena.core.learn import checkpoint as ck
 from arena.core.learn.run_config import LearnerConfig, TrainConfig
+from arena.core.learn.threads import torch_threads
 from arena.core.learn.unseen import why_unseen
 from arena.core.rollout.engine import RolloutEngine
 from arena.core.rollout.seats import BackendPool, check_opponent, parse_seat
@@ -321,10 +321,9 @@ def evaluate_run(
     chosen = select_opponents(config, opponents)
     unseen = [(spec, why_unseen(config, spec, info.run_dir, info.state)) for spec, group in chosen if group == "unseen"]
     seed = config.eval.seed if seed is None else seed
-    if config.torch_threads:
-        torch.set_num_threads(config.torch_threads)
     pool = BackendPool()
-    by_opponent = play(info, [spec for spec, _ in chosen], games, seed, pool, progress)
+    with torch_threads(config.torch_threads):
+        by_opponent = play(info, [spec for spec, _ in chosen], games, seed, pool, progress)
     rows = []
     for spec, group in chosen:
         row = {"opponent": spec, "group": group, **summarize_opponent(by_opponent[spec], info.seat_spec)}

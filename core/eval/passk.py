@@ -182,14 +182,11 @@ def evaluate_run_tasks(
     ``model`` evaluates another model spec (with ``model_plugins``) under exactly the run's conditions: its arena,
     tasks, seeds and trial settings (answer budget, temperature, invalid-answer policy). That is how a model
     trained elsewhere (SAFARI's SFT/DPO models) is compared with the run's."""
-    import torch
-
     from arena.core.eval.evaluation import learner_plugins, open_run
+    from arena.core.learn.threads import torch_threads
 
     info = open_run(run_dir, learner, checkpoint)
     config = info.config
-    if config.torch_threads:
-        torch.set_num_threads(config.torch_threads)
     kwargs = {**config.arena_kwargs, **config.eval.arena_kwargs, **dict(arena_kwargs or {})}
     if model is not None:
         seat, plugins = model, PluginSet(list(model_plugins))
@@ -197,18 +194,19 @@ def evaluate_run_tasks(
         seat, plugins = info.learner.seat_spec, PluginSet(list(info.learner.plugins))
     else:
         seat, plugins = info.seat_spec, learner_plugins(info)
-    report = evaluate_tasks(
-        seat,
-        config.arena,
-        kwargs,
-        tasks,
-        samples,
-        trial_config=config.trial,
-        plugins=plugins,
-        options=info.learner.options,
-        first_seed=config.eval.seed if first_seed is None else first_seed,
-        progress=progress,
-    )
+    with torch_threads(config.torch_threads):
+        report = evaluate_tasks(
+            seat,
+            config.arena,
+            kwargs,
+            tasks,
+            samples,
+            trial_config=config.trial,
+            plugins=plugins,
+            options=info.learner.options,
+            first_seed=config.eval.seed if first_seed is None else first_seed,
+            progress=progress,
+        )
     if model is not None:
         return {"run": str(info.run_dir), "model": model, "plugins": list(model_plugins), **report}
     return {

@@ -58,6 +58,7 @@ from arena.core.learn.experience import trial_samples
 from arena.core.learn.metrics import IterationLine, LearnerTally, Recorder, generated_tokens, sample_to_json
 from arena.core.learn.rescoring import score_answer
 from arena.core.learn.run_config import LearnerConfig, TrainConfig
+from arena.core.learn.threads import torch_threads
 from arena.core.learn.trainer import Trainer
 from arena.core.models.held import READOUT_FILE, hold_all_but, save_held
 from arena.core.rollout.engine import RolloutEngine
@@ -334,8 +335,6 @@ class Run:
         from arena.core.learn.task_recurrence import warn_unreachable
 
         warn_unreachable(config, log)
-        if config.torch_threads:
-            torch.set_num_threads(config.torch_threads)
         random.seed(config.seed)
         np.random.seed(config.seed % (2**32))
         torch.manual_seed(config.seed)
@@ -1001,7 +1000,8 @@ class Run:
             if existing and overwrite and not resume:
                 rundir.clear_run(self.out_dir)
                 log.info("run: --overwrite: the old run's files were removed", out=str(self.out_dir))
-            return self._run(resume)
+            with torch_threads(self.config.torch_threads):  # the run's setting, restored when it ends
+                return self._run(resume)
         except OSError as exc:
             where = exc.filename or self.out_dir
             raise ArenaError(f"cannot write {where}: {ck.io_cause(exc)}; the run stopped") from None
