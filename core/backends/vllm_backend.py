@@ -36,7 +36,9 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -49,6 +51,7 @@ import torch
 
 from arena.core.api.backend import ChatMessage, Completion, GenerationRequest, Segment, reject_guided
 from arena.core.api.errors import ArenaError
+from arena.core.models.held import MASK_FILES, weight_files
 
 log = structlog.get_logger("arena.backends.vllm")
 
@@ -172,9 +175,15 @@ class VLLMBackend:
         engine_args.update(options)
         self.engine_args = engine_args
         started = time.perf_counter()
+        self.staging = servable_copy(self.model_path)
         try:
-            self.llm: Any = LLM(self.model_path, **engine_args)
-        except ValueError as error:  # vLLM's config validation (pydantic errors are ValueErrors): user-fixable
+            self.llm: Any = LLM(self.staging or self.model_path, **engine_args)
+        except BaseException as error:
+            if self.staging is not None:
+                shutil.rmtree(self.staging, ignore_errors=True)
+            if not isinstance(error, ValueError):
+                raise
+            # vLLM's config validation (pydantic errors are ValueErrors): user-fixable
             detail = " ".join(str(error).split())
             raise ArenaError(f"vLLM cannot serve {model!r} ({self.model_path}) with these options: {detail}") from error
         self.start_seconds = time.perf_counter() - started
@@ -362,6 +371,10 @@ class VLLMBackend:
 
     def close(self) -> None:
         """Free the engine (and its KV cache) now rather than at garbage collection."""
+        staging = getattr(self, "staging", None)
+        if staging is not None:
+            self.staging = None
+            shutil.rmtree(staging, ignore_errors=True)
         llm = getattr(self, "llm", None)
         if llm is None:
             return
@@ -378,6 +391,24 @@ class VLLMBackend:
         import gc
 
         gc.collect()
+
+
+def servable_copy(model_path: str) -> str | None:
+    """A directory of links to ``model_path``'s files without its masks, for vLLM to load; None when it has none.
+
+    vLLM loads every ``*.safetensors`` file of a model directory, later files over earlier ones. Our models and
+    checkpoints also hold ``held_weights`` and ``readout_weights`` (0/1 masks under the parameters' names), and
+    ``readout_weights`` sorts after ``model``: served as it was, tiny v7's embeddings were its readout mask (the
+    bf16 test's log-probs 23 nats off HF's).
+    """
+    path = Path(model_path)
+    if not path.is_dir() or not any((path / name).exists() for name in MASK_FILES):
+        return None
+    staging = Path(tempfile.mkdtemp(prefix="arena-vllm-model-"))
+    for item in path.iterdir():
+        if item.name not in MASK_FILES:
+            (staging / item.name).symlink_to(item.resolve())
+    return str(staging)
 
 
 def _on_cpu() -> bool:
@@ -412,7 +443,7 @@ def make_vllm_backend(model: str, **options: Any) -> VLLMBackend:
 def load_state(model_dir: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
     """The weights of a model directory (its safetensors files, else a transformers load) as a state dict."""
     path = Path(model_dir)
-    files = sorted(path.glob("*.safetensors"))
+    files = weight_files(path)
     if files:
         from safetensors.torch import load_file
 

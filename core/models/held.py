@@ -25,6 +25,14 @@ HELD_FILE = "held_weights.safetensors"
 #: The file, in a model directory, with the masks of the model's *readout*: the entries a ``train: readout`` run
 #: trains and nothing else (tiny v6's memory readout, the embeddings' ``MEM`` entries; ``OptimConfig.train``).
 READOUT_FILE = "readout_weights.safetensors"
+#: The files of a model directory that hold masks keyed by parameter names, not weights: a loader that reads every
+#: ``*.safetensors`` file of the directory (vLLM does) must leave them out, or a 0/1 mask replaces a weight.
+MASK_FILES = (HELD_FILE, READOUT_FILE)
+
+
+def weight_files(folder: str | Path) -> list[Path]:
+    """The safetensors files of a model directory that hold its weights (every one but the masks), sorted."""
+    return sorted(f for f in Path(folder).glob("*.safetensors") if f.name not in MASK_FILES)
 
 
 def save_held(folder: str | Path, masks: Mapping[str, torch.Tensor], file: str = HELD_FILE) -> Path:

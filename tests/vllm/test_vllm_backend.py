@@ -8,6 +8,7 @@ stop strings, seeds and ``n`` behave as ``arena.core.api.backend`` promises.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -253,3 +254,26 @@ def test_top_p_logprobs_are_renormalised_over_the_nucleus(backend: Any, hf_model
     got = torch.tensor(completion.logprobs)
     assert bool((got >= plain - 1e-3).all())
     assert bool((got > plain + 1e-2).any())
+
+
+def test_the_served_copy_leaves_the_mask_files_out(tmp_path: Path) -> None:
+    """vLLM loads every *.safetensors file of a model directory, later over earlier: our 0/1 masks must not reach it
+    (tiny v7's readout mask sorted after model.safetensors and replaced its embeddings)."""
+    from safetensors.torch import save_file
+
+    from arena.core.backends import vllm_backend
+    from arena.core.models.held import HELD_FILE, READOUT_FILE
+
+    weight = {"model.embed_tokens.weight": torch.ones(4, 2)}
+    save_file(weight, str(tmp_path / "model.safetensors"))
+    for name in (HELD_FILE, READOUT_FILE):
+        save_file({"model.embed_tokens.weight": torch.zeros(4, 2, dtype=torch.uint8)}, str(tmp_path / name))
+    (tmp_path / "config.json").write_text("{}")
+    staging = vllm_backend.servable_copy(str(tmp_path))
+    assert staging is not None
+    assert sorted(p.name for p in Path(staging).iterdir()) == ["config.json", "model.safetensors"]
+    state = vllm_backend.load_state(tmp_path)
+    assert torch.equal(state["model.embed_tokens.weight"], weight["model.embed_tokens.weight"])
+    (tmp_path / HELD_FILE).unlink()
+    (tmp_path / READOUT_FILE).unlink()
+    assert vllm_backend.servable_copy(str(tmp_path)) is None  # nothing to leave out: served as it is

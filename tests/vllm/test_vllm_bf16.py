@@ -94,14 +94,18 @@ def test_bf16_logprobs_are_as_close_to_float32_as_hf_bf16_is(engine: Any, float3
         "hf_bf16_mean": float(hf_bf16_gap.mean()),
         "hf_bf16_max": float(hf_bf16_gap.max()),
     }
-    print(json.dumps(report))  # measured on CPU: vllm 0.0096 / 0.15, HF bf16 0.0083 / 0.12 (mean / max)
+    # measured on CPU: vllm 0.0096 / 0.15, HF bf16 0.0083 / 0.12 (mean / max); on tiny v7 0.016 / 0.24 and 0.014 / 0.22
+    print(json.dumps(report))
     assert report["tokens"] > 100
     assert report["vllm_mean"] < 0.03
     assert report["vllm_mean"] < 2 * report["hf_bf16_mean"] + 0.005
 
 
-#: How far (in log-prob) below the reference's best token an engine token may be and still count as greedy.
-NEAR_TIE = 0.1
+#: How far (in log-prob) below the reference's best token an engine token may be and still count as greedy. bf16
+#: rounding alone moves a token's log-prob this far on tiny v7 (2026-12-04, the test above: HF's own bf16 forward
+#: pass up to 0.224 from float32, vLLM's 0.237; v7's final norm weighs its MEM coordinates 300-fold), and the
+#: engine's greedy answer after the sync was 0.18 below the best at a near-tie; 0.1 had been set on an earlier build.
+NEAR_TIE = 0.25
 
 
 def greedy_gap(model: Any, prompt: list[int], answer: list[int]) -> float:
