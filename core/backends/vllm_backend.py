@@ -179,8 +179,7 @@ class VLLMBackend:
         try:
             self.llm: Any = LLM(self.staging or self.model_path, **engine_args)
         except BaseException as error:
-            if self.staging is not None:
-                shutil.rmtree(self.staging, ignore_errors=True)
+            self._remove_staging()
             if not isinstance(error, ValueError):
                 raise
             # vLLM's config validation (pydantic errors are ValueErrors): user-fixable
@@ -369,12 +368,15 @@ class VLLMBackend:
         if self.tie_word_embeddings and not saw_embedding and lm_head is not None:
             yield "model.embed_tokens.weight", lm_head
 
+    def _remove_staging(self) -> None:
+        """Remove the links ``servable_copy`` made for vLLM, once."""
+        staging, self.staging = getattr(self, "staging", None), None
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+
     def close(self) -> None:
         """Free the engine (and its KV cache) now rather than at garbage collection."""
-        staging = getattr(self, "staging", None)
-        if staging is not None:
-            self.staging = None
-            shutil.rmtree(staging, ignore_errors=True)
+        self._remove_staging()
         llm = getattr(self, "llm", None)
         if llm is None:
             return
