@@ -12,7 +12,15 @@ from arena.core.learn.run_config import TrainConfig
 from arena.plugins import mage
 from arena.plugins.grpo import grpo_advantages
 
-CONFIGS = ["rps_types_mage", "rps_types_grpo_memory", "rps_types_grpo", "doors_mage", "doors_grpo", "kuhn_styles_mage"]
+CONFIGS = [
+    "rps_types_mage",
+    "rps_types_grpo_memory",
+    "rps_types_grpo",
+    "doors_mage",
+    "doors_grpo",
+    "kuhn_styles_mage",
+    "kuhn_styles_grpo",
+]
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -41,6 +49,18 @@ def test_rps_types_triplet_differs_only_in_credit_and_memory() -> None:
     assert g.learners[0].plugins == ["grpo"]
     a, b = (attrs.asdict(mage.settings(c.learners[0].options)) for c in (m, g_mem))
     assert {k for k in a if a[k] != b[k]} == {"reward", "gamma_traj", "w"}
+
+
+def test_kuhn_styles_pair_differs_only_in_memory_and_credit() -> None:
+    """The Kuhn chips comparison (docs/results.md): the same pool, unseen opponents, budget and update; MAGE with
+    the earlier episodes' transcripts against mean-only GRPO on each episode alone."""
+    m, g = (load_config(TrainConfig, n) for n in ("kuhn_styles_mage", "kuhn_styles_grpo"))
+    assert [o.spec for o in g.opponents] == [o.spec for o in m.opponents] == ["bluffer", "calling-station", "folder"]
+    assert g.unseen == m.unseen and g.arena == m.arena == "kuhn_poker"
+    assert (g.iterations, g.groups, g.group_size, g.seed) == (m.iterations, m.groups, m.group_size, m.seed)
+    assert g.learners[0].optim == m.learners[0].optim and g.learners[0].loss == m.learners[0].loss
+    assert g.trial == m.trial and g.eval == m.eval
+    assert g.learners[0].plugins == ["grpo"] and mage.settings(m.learners[0].options).memory == "history_only"
 
 
 def _group(returns: list[list[float]]) -> list[Sample]:

@@ -189,7 +189,10 @@ def test_default_tiny_has_the_circuit_and_the_v2_recipe_still_builds(tmp_path: P
     rows = -(-report["vocab_size"] // 64) * 64  # the embedding is padded to a multiple of 64
     assert circuit["rl_released_weights"] == (rows - 1) * quick.memory.mem_dims > 0
     assert held is not None
-    assert sum(int(m.sum()) for m in held.values()) == circuit["held_weights"] - circuit["rl_released_weights"]
+    # From v8 RL also holds the query of layer 0's second head, which writes PREV_OPP after the warm start.
+    assert circuit["recall_marker_head"] == 1 and circuit["marker_held_weights"] == 64 * quick.hidden_size
+    expected = circuit["held_weights"] - circuit["rl_released_weights"] + circuit["marker_held_weights"]
+    assert sum(int(m.sum()) for m in held.values()) == expected
     plain = attrs.evolve(quick, circuit=v2.circuit)
     assert load_held(tiny.build_tiny(tmp_path / "plain", seed=0, recipe=plain)) is None
 
@@ -282,6 +285,53 @@ def test_memory_circuit_recalls_the_opponents_earlier_moves_at_action(
     assert float(total.norm()) < 0.3 * min(float(v.norm()) for v in recalled.values())
     readout = model.model.norm.weight.detach()[mem]
     assert torch.all(readout == recipe.circuit.logit_gain * MemoryCircuit().readout_gain)
+
+
+@pytest.mark.parametrize("learner_seat", [0, 1])
+def test_the_recall_marker_survives_prefix_embeddings_that_grew(
+    corpus: tuple[list[Demo], Any], learner_seat: int
+) -> None:
+    """The warm start trains every embedding's free coordinates; a prefix token whose embedding grows has a smaller
+    normalised BIAS, so a smaller previous-token key. v7's shared previous-token head (an attention logit of ~177 for
+    a margin of 12) then attends to the move itself, PREV_OPP stays 0 and nothing is recalled: what happened to every
+    seat-0 prompt of one machine's v7 build (prefix rms 0.079 against 0.068 for the move; docs/models.md, v8).
+    Here the opponents' prefix tokens get free coordinates twice as large (rms about 1.12 times the move's): the
+    v7 head recalls nothing, v8's own marker head (``separate_recall_marker``) still finds the opponent's moves."""
+    from transformers import LlamaForCausalLM
+
+    from arena.core.models.tiny.circuit import opponent_prefix_ids, reserved_coordinates, separate_recall_marker
+    from arena.core.models.tiny.recipe import MemoryCircuit
+
+    _, tokenizer = corpus
+    recipe = attrs.evolve(TinyRecipe(), num_layers=2)
+    action = tokenizer.encode("<action>", add_special_tokens=False)
+    prefixes = opponent_prefix_ids(tokenizer)
+    ids = [*prompt_ids(tokenizer, _rps_history_prompt(learner_seat, "rps-paper")), *action]
+    on_opponent = [i for i in range(1, len(ids)) if ids[i - 1] in set(prefixes)]
+    recalled = {}
+    for own_head in (False, True):
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(model_config(recipe, tokenizer))
+        model.config._attn_implementation = "eager"
+        seeded = install_copy_circuit(model, tokenizer, recipe.circuit, MemoryCircuit())
+        reserved = reserved_coordinates(recipe.hidden_size, MemoryCircuit())
+        taken = {c for v in reserved.values() for c in (v if isinstance(v, list) else [v])}
+        free = [c for c in range(recipe.hidden_size) if c not in taken]
+        with torch.no_grad():
+            grown = model.model.embed_tokens.weight[prefixes]
+            grown[:, free] *= 2.0
+            model.model.embed_tokens.weight[prefixes] = grown
+        if own_head:
+            memory = MemoryCircuit()
+            far = (memory.marker_far_weight, memory.marker_far_pairs)
+            masks = separate_recall_marker(model, seeded.info, recipe.circuit, memory.marker_margin, *far)
+            assert set(masks) == {f"model.layers.0.self_attn.{w}_proj.weight" for w in "qk"}
+        with torch.no_grad():
+            out = model.eval()(input_ids=torch.tensor([ids]), output_attentions=True)
+        weights = out.attentions[recipe.circuit.copy_layer][0, seeded.info["recall_head"], -1]
+        recalled[own_head] = float(weights[on_opponent].sum())
+    assert recalled[False] < 0.2, recalled  # v7's shared head: the marker is lost
+    assert recalled[True] > 0.7, recalled  # v8: the opponent's two earlier moves (0.83 with no growth)
 
 
 @pytest.mark.slow

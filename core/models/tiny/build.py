@@ -48,7 +48,10 @@ log = structlog.get_logger("arena.models.tiny")
 # had eroded the recall to 0.11-0.25 of its attention), ``<action>``'s own MEM entries held in RL (no shared bias in
 # MEM space), and ``readout_weights.safetensors``, the readout's masks, so a run can train it alone
 # (``optim.train: readout``).
-BUILD_VERSION = 7
+# 8: v7 with PREV_OPP written by a previous-token head of its own after the warm start
+# (MemoryCircuit.marker_margin, circuit.separate_recall_marker): v7's shared head lost its margin where the warm start
+# grew a prefix token's embedding; on one machine that was every seat-0 prompt (docs/models.md, v8).
+BUILD_VERSION = 8
 NAME = "tiny"
 #: Files whose bytes may differ between two otherwise identical builds.
 NONDETERMINISTIC_FILES: tuple[str, ...] = ("build_timing.json",)
@@ -175,7 +178,7 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
     from transformers import GenerationConfig, LlamaForCausalLM
 
     from arena.core.models.held import READOUT_FILE, save_held
-    from arena.core.models.tiny.circuit import install_copy_circuit, rl_held, sharpen_recall
+    from arena.core.models.tiny.circuit import install_copy_circuit, rl_held, separate_recall_marker, sharpen_recall
     from arena.core.models.tiny.demos import build_demos, demo_texts, describe
     from arena.core.models.tiny.quality import evaluate
     from arena.core.models.tiny.sft import deterministic_torch, train
@@ -227,6 +230,18 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
         bar.close()
         if recipe.memory.enabled and recipe.circuit.enabled and recipe.memory.recall_sharpen != 1.0:
             sharpen_recall(model, circuit, recipe.memory.recall_sharpen)
+        if recipe.memory.enabled and recipe.circuit.enabled and recipe.memory.marker_margin > 0:
+            memory = recipe.memory
+            marker_masks = separate_recall_marker(
+                model, circuit, recipe.circuit, memory.marker_margin, memory.marker_far_weight, memory.marker_far_pairs
+            )
+            added = 0
+            for name, mask in marker_masks.items():
+                merged = held_in_rl[name] | mask if name in held_in_rl else mask
+                added += int(merged.sum()) - (int(held_in_rl[name].sum()) if name in held_in_rl else 0)
+                held_in_rl[name] = merged
+            # Head 1 of layer 0 writes PREV_OPP from here on; RL keeps its query (the keys were held already).
+            circuit.update(recall_marker_head=1, marker_held_weights=added)
         timing["sft"] = time.perf_counter() - phase
         log.info("tiny: trained", steps=len(losses), first_loss=round(losses[0], 3), last_loss=round(losses[-1], 3))
 

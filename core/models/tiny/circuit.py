@@ -41,7 +41,9 @@ copy layer (the second query head of kv group 0, so it reads the copy head's val
 whose key reads ``PREV_OPP`` on the slowest rotary pairs (the copy heads move to the ones before). It writes the
 attended moves' identity code, minus the listed moves' mean that copy head 0 reads, into ``MEM``; no embedding
 reads ``MEM`` until RL trains the readout (the embeddings' ``MEM`` entries, held at zero during SFT), and the
-final norm weighs ``MEM`` by ``readout_gain`` so that the readout can move as fast as a move's bias.
+final norm weighs ``MEM`` by ``readout_gain`` so that the readout can move as fast as a move's bias. From build v8,
+after the warm start, ``PREV_OPP`` is written by a previous-token head of its own (layer 0, head 1), scored so that a
+prefix token whose embedding the warm start grew still gets its mark (``separate_recall_marker``).
 
 SFT holds the circuit's weights, the writes into the reserved coordinates and (``hold_identity_code``) the copied
 embedding coordinates at their starting values (``SeededCircuit.held``); everything else trains from its seeded
@@ -344,6 +346,80 @@ def sharpen_recall(model: Any, info: dict[str, Any], gain: float) -> None:
     attention = model.model.layers[info["copy_layer"]].self_attn
     with torch.no_grad():
         attention.q_proj.weight[head * head_dim : (head + 1) * head_dim] *= gain
+
+
+def separate_recall_marker(
+    model: Any, info: dict[str, Any], circuit: CopyCircuit, margin: float, far_weight: float, far_pairs: int
+) -> dict[str, Any]:
+    """Move the PREV_OPP channel to a previous-token head of its own, scored to survive the warm start (build v8).
+
+    Why: the previous-token head (layer 0, head 0) scores distance 1 through ``circuit.prev_pairs`` rotary pairs at
+    equal weight, an attention logit of about 177 at distance 1 for a margin of 12 over distances 0 and 2. The key
+    is the token's normalised BIAS, so it scales with 1 / rms of the token's embedding, which the warm start trains:
+    a key 7% smaller than the query token's own loses the margin, and the head attends to itself. Measured on a v7
+    build made on an AVX-512 machine: the embedding of ``- Step 2, player_1: `` (the opponent's prefix whenever the
+    learner sits in seat 0) grew to rms 0.079 against 0.068 for the move after it, the head put 1.0 of its attention
+    on the move itself, PREV_OPP there was 0, and the recall head found nothing in seat 0 (0.01 of its attention on
+    the opponent's move; seat 1: 1.0). RL then adapted in seat 1 only (docs/results.md, "Hidden types on tiny v8").
+
+    Head 1 of layer 0 (kv group 0: the same keys and values) gets a query that weighs each of the same pairs by
+    1 − cos θ, so the fast pairs that tell distance 1 from 0 and 2 carry the score: a margin of ``margin`` over
+    distances 0 and 2 at 3.4 times less score at distance 1, so a key up to 29% smaller than the query token's own
+    still wins (equal weights tolerate 7%). Weighed so, distant positions come within 12% of distance 1's score,
+    so ``far_pairs`` slower pairs with the same distance-1 phase, less a constant on the slowest pair, add about 0 at
+    distances 0..2 and a negative score far away (``far_weight`` times the fast pairs' weight). Measured on the
+    prompts of 85 demonstrations of every arena on this machine's v7 weights (164 positions after an opponent's
+    prefix): v7's head missed 48 of them and marked 29 others; this head with the fast weighting alone missed 0 and
+    marked 8 others, with weights sqrt(1 − cos θ) missed 10 and marked 0, with the far term missed 0 and marked 0.
+    A content term (IS_OPP in the key) was tried too and dropped: it pulled positions onto distant prefixes.
+    The head's output writes PREV_OPP from the value's IS_OPP channel, and head 0 stops writing it; head 0's
+    PREV_ID (the copy circuit, which SFT trained around) is untouched, and so is its score (its query is zero on
+    the key entries added here). Done after the warm start, like ``sharpen_recall``: during it nothing reads MEM,
+    so the warm start is v7's. Returns the masks of the entries it set, to hold in RL.
+    """
+    config = model.config
+    head_dim = config.head_dim
+    coords = info["reserved_coordinates"]
+    bias, prev_opp = coords["bias"], coords["prev_opp"]
+    inv_freq = _rope_inv_freq(config)
+    fast = inv_freq[: circuit.prev_pairs]
+    gap = float((1.0 - torch.cos(fast)).sum())
+    weights = 1.0 - torch.cos(fast)
+    # Head 0's query is ``amplitude`` on each pair, for a margin of ``prev_margin`` over distances 0 and 2; the
+    # margin is bilinear in query and key, so these per-pair factors give ``margin``.
+    factors = weights * (margin / circuit.prev_margin) * gap / float((weights * (1.0 - torch.cos(fast))).sum())
+    first = model.model.layers[0].self_attn
+    with torch.no_grad():
+        q = first.q_proj.weight
+        amplitude = q[0, bias].clone()
+        rows = slice(head_dim, 2 * head_dim)
+        q[rows] = 0.0
+        for i, factor in enumerate(factors.tolist()):
+            q[head_dim + i, bias] = amplitude * factor
+        # Far positions: the next ``far_pairs`` (slower) pairs with the same distance-1 phase, less a constant on
+        # the slowest pair (its rotation over 1024 positions is under 0.14 rad), sum to about 0 at distances 0..2 and
+        # below 0 far away, so they push distant tokens down without taking any of the margin.
+        k = first.k_proj.weight
+        half = head_dim // 2
+        far = range(circuit.prev_pairs, circuit.prev_pairs + far_pairs)
+        each = far_weight * float(factors.sum()) / far_pairs
+        for j in far:
+            theta = float(inv_freq[j])
+            k[j, bias] = amplitude * math.cos(theta)
+            k[half + j, bias] = amplitude * math.sin(theta)
+            q[head_dim + j, bias] = amplitude * each
+        k[half - 1, bias] = amplitude
+        q[head_dim + half - 1, bias] = -amplitude * each * far_pairs
+        o = first.o_proj.weight
+        gain = o[prev_opp, 1].clone()
+        o[prev_opp, :] = 0.0
+        o[prev_opp, head_dim + 1] = gain
+    q_mask = torch.zeros_like(first.q_proj.weight, dtype=torch.bool)
+    q_mask[rows] = True
+    k_mask = torch.zeros_like(first.k_proj.weight, dtype=torch.bool)
+    k_mask[[*far, *(half + j for j in far), half - 1], bias] = True
+    names = {id(parameter): name for name, parameter in model.named_parameters()}
+    return {names[id(first.q_proj.weight)]: q_mask, names[id(first.k_proj.weight)]: k_mask}
 
 
 def rl_held(seeded: SeededCircuit) -> dict[str, torch.Tensor]:

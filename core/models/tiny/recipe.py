@@ -111,6 +111,15 @@ class MemoryCircuit:
     #: Factor on the recall head's query after the warm start (``circuit.sharpen_recall``): the warm start erodes
     #: the recall's score (attention on the opponent's move 0.11-0.25 on v6); 4x gives 0.85 (build v7, measured).
     recall_sharpen: float = 4.0
+    #: Build v8: after the warm start, PREV_OPP is written by a previous-token head of its own (layer 0, head 1) whose
+    #: score weighs the fast rotary pairs, with this margin (nats) over distances 0 and 2
+    #: (``circuit.separate_recall_marker``); 0 keeps v7's shared head, whose score the warm start could break for
+    #: some prefix tokens (on one machine's v7 build: every seat-0 prompt, so nothing was recalled there).
+    marker_margin: float = 36.0
+    #: The marker head's far-position term (``circuit.separate_recall_marker``): this many slower rotary pairs, of
+    #: total weight ``marker_far_weight`` times the fast pairs', less a constant that cancels them at distance 1.
+    marker_far_weight: float = 2.0
+    marker_far_pairs: int = 12
 
 
 @attrs.frozen
