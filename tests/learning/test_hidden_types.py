@@ -40,16 +40,18 @@ def unseen_win_rate_by_episode(config_name: str, tmp_path: Path) -> list[float]:
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_mage_adapts_to_the_unseen_type_and_no_memory_cannot(tmp_path: Path, model_cache: None) -> None:
-    """Measured (2026-12-03, tiny v7, seed 0): at this test's 6 iterations MAGE 0.07 / 0.73 / 0.73 against
-    always-scissors by episode and GRPO without memory 0 / 0 / 0 (both runs and the evaluation: 168 s here); at the
-    configs' 10 iterations, over 3 seeds, 0.00 / 0.85 / 0.80 (docs/results.md). The bars: episodes 2 and 3 at least
-    0.5 above the fixed-policy ceiling (60 trials: a Wilson interval of about ±0.11 near 0.73), and no memory at
-    most 0.15 above it in any episode."""
+    """Measured (2026-12-05, tiny v8, seed 0): at this test's 6 iterations MAGE 0.12 / 0.98 / 0.95 against
+    always-scissors by episode and GRPO without memory 0 / 0 / 0; at the configs' 10 iterations, over 3 seeds,
+    0.00 / 0.99 / 1.00 (docs/results.md). The bars: episodes 2 and 3 at least 0.8 above the fixed-policy ceiling
+    (60 trials: a Wilson interval of about ±0.06 near 0.95), and no memory at most 0.15 above it in any episode.
+    A model that adapts in one seat only wins about half of these trials (half are played in each seat): on this
+    machine's v7 build, which recalled nothing in seat 0, MAGE measured 0.00 / 0.50 / 0.45 here: the old bar of 0.5
+    sat right at that failure (docs/models.md, v8)."""
     table = ceilings("rock_paper_scissors", {"rounds": 1}, ["rps-rock", "rps-paper"], unseen=[UNSEEN])
     fixed = table["per_opponent"][UNSEEN]["fixed_high"]
     assert fixed == 0.0
     mage = unseen_win_rate_by_episode("rps_types_mage", tmp_path)
     no_memory = unseen_win_rate_by_episode("rps_types_grpo", tmp_path)
     print(f"against the unseen {UNSEEN}, win rate by episode: MAGE {mage}, GRPO without memory {no_memory}")
-    assert mage[2] >= fixed + 0.5 and mage[1] >= fixed + 0.5, mage
+    assert mage[2] >= fixed + 0.8 and mage[1] >= fixed + 0.8, mage
     assert max(no_memory) <= fixed + 0.15, no_memory

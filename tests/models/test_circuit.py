@@ -380,15 +380,17 @@ def test_the_built_tiny_recalls_the_opponents_move_and_its_choices_stay_untraine
                     continue
                 on_opponent = [i for i in range(1, len(ids)) if ids[i - 1] in prefixes]
                 weight = float(out.attentions[info["copy_layer"]][0, head, -1][on_opponent].sum())
-                # v7 measured 0.91 in seat 0 and 0.63 in seat 1 (v6: 0.11-0.25); no seat below half.
-                assert weight > 0.5, (seat, move, episode, weight)
+                # v8 measures 1.0 in both seats; v7 0.91 / 0.63 on the machine it was measured on, 0.01 in seat 0 on
+                # an AVX-512 machine's build (its marker lost: docs/models.md, v8); v6 0.11-0.25.
+                assert weight > 0.8, (seat, move, episode, weight)
                 recalled[episode].append(out.hidden_states[info["copy_layer"] + 1][0, -1, mem])
         for episode, codes in recalled.items():
             shared = sum(codes) / 3
             own = min(float((c - shared).norm()) for c in codes)
-            # v7: seat 0 own 2.84 against shared 0.38, seat 1 1.96 against 1.56; v6: 0.6 against 1.7.
+            # v8: seat 0 own 3.22 against shared 0.31-0.40, seat 1 3.15 against 0.27-0.36; v7: seat 0 2.84 against
+            # 0.38, seat 1 1.96 against 1.56 (on the machine it was measured on); v6: 0.6 against 1.7.
             assert own > 1.1 * float(shared.norm()), (seat, episode, own, float(shared.norm()))
     # Untrained choices: the counter of the opponent's move is played about as often in every episode (~1/3);
-    # v7 gives 0.333 / 0.377 / 0.378 (the sharper recall nudges later layers a little).
+    # v8 gives 0.333 / 0.385 / 0.388, v7 0.333 / 0.377 / 0.378 (the sharper recall nudges later layers a little).
     by_episode = {k: sum(v) / len(v) for k, v in win_probability.items()}
     assert all(0.25 < p < 0.45 for p in by_episode.values()), by_episode
