@@ -382,12 +382,11 @@ def separate_recall_marker(
     coords = info["reserved_coordinates"]
     bias, prev_opp = coords["bias"], coords["prev_opp"]
     inv_freq = _rope_inv_freq(config)
-    fast = inv_freq[: circuit.prev_pairs]
-    gap = float((1.0 - torch.cos(fast)).sum())
-    weights = 1.0 - torch.cos(fast)
-    # Head 0's query is ``amplitude`` on each pair, for a margin of ``prev_margin`` over distances 0 and 2; the
-    # margin is bilinear in query and key, so these per-pair factors give ``margin``.
-    factors = weights * (margin / circuit.prev_margin) * gap / float((weights * (1.0 - torch.cos(fast))).sum())
+    # Each pair's share of the margin over distances 0 and 2 is 1 − cos θ; head 1 weighs the pairs by it.
+    weights = 1.0 - torch.cos(inv_freq[: circuit.prev_pairs])
+    # Head 0's query is ``amplitude`` on each pair, for a margin of ``prev_margin`` (its gap is the weights' sum);
+    # the margin is bilinear in query and key, so these per-pair factors give ``margin``.
+    factors = weights * (margin / circuit.prev_margin) * float(weights.sum()) / float((weights * weights).sum())
     first = model.model.layers[0].self_attn
     with torch.no_grad():
         q = first.q_proj.weight
