@@ -142,6 +142,8 @@ def _summary(
     clipped to ``bounds`` (a rate's [0, 1], a difference of rates' [−1, 1])."""
     summary: dict[str, Any] = {**mean_t_ci(values).to_json(), "values": list(values)}
     if eval_se is None or not values:
+        if bounds is not None and summary["low"] is not None:
+            summary.update(low=max(summary["low"], bounds[0]), high=min(summary["high"], bounds[1]))
         return summary
     mean = summary["mean"]
     seeds_half = 0.0 if summary["low"] is None else mean - summary["low"]
