@@ -4,7 +4,8 @@
 the same door every time, so every episode of a trial hides it behind the same door). Each episode is a single
 action:
 
-* ``scout`` (action 0): scores 0; the episode summary names the prize's door;
+* ``scout`` (action 0): scores 0; the episode summary names the prize's door (``door #k``: the only place a ``#``
+  appears, so a model can mark the fact, as ``tiny-doors`` does; ``arena.core.models.tiny.doors_reader``);
 * ``open door k`` (action k, 1 <= k <= N): scores 1 if the prize is behind door k, else 0; the summary says only
   that the prize is not behind door k.
 
@@ -170,9 +171,9 @@ class DoorsAdapter:
         if env.taken is None:
             return "No action was taken."
         if env.taken == SCOUT:
-            return f"You scouted (score 0): the prize is behind door {env.prize}."
+            return f"You scouted (score 0): the prize is behind door #{env.prize}."
         if env.found:
-            return f"You opened door {env.taken} and found the prize (score 1)."
+            return f"You opened door {env.taken} and found the prize (score 1): it is behind door #{env.prize}."
         return f"You opened door {env.taken}: no prize (score 0). The prize is not behind door {env.taken}."
 
     def episode_details(self, view: SeatView) -> dict[str, Any]:

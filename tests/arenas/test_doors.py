@@ -53,8 +53,8 @@ def test_rewards_and_summaries() -> None:
     prize, adapter = env.prize, env.arena_text_adapter
     wrong = prize % 5 + 1
     for action, reward, says in [
-        (SCOUT, 0.0, f"the prize is behind door {prize}."),
-        (prize, 1.0, f"You opened door {prize} and found the prize"),
+        (SCOUT, 0.0, f"the prize is behind door #{prize}."),
+        (prize, 1.0, f"You opened door {prize} and found the prize (score 1): it is behind door #{prize}."),
         (wrong, 0.0, f"The prize is not behind door {wrong}."),
     ]:
         env.reset(seed=7)
@@ -67,6 +67,7 @@ def test_rewards_and_summaries() -> None:
     env.reset(seed=7)
     env.step(wrong)
     assert str(prize) not in adapter.episode_summary(_view(env)).replace(f"door {wrong}", "")
+    assert "#" not in adapter.episode_summary(_view(env))  # "#" marks the prize's door, and nothing else
 
 
 def test_observation_and_rules_say_nothing_secret() -> None:

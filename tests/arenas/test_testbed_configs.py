@@ -90,3 +90,17 @@ def test_the_grpo_twins_compute_grpo_advantages_on_per_episode_returns(std_norm:
     # MAGE's own settings do not: the scout trial's episode 1 (return 0) gets credit from episode 2
     full = attrs.asdict(mage.settings(load_config(TrainConfig, "doors_mage").learners[0].options))
     assert mage.compute_returns(samples, {"mage": full})[0] == pytest.approx(0.6)
+
+
+def test_the_doors_configs_size_favours_scouting_under_mage_and_fits_their_model() -> None:
+    """The doors count both configs ship: the model answers with one digit (``tiny-doors``: 2..9 doors), MAGE's
+    expected episode-1 advantage of scouting is positive there from the uniform start, per-episode GRPO's negative."""
+    from arena.arenas.doors_credit import scout_advantage
+
+    mage_config, grpo_config = load_config(TrainConfig, "doors_mage"), load_config(TrainConfig, "doors_grpo")
+    doors = int(mage_config.arena_kwargs["doors"])
+    assert grpo_config.arena_kwargs == mage_config.arena_kwargs and 2 <= doors <= 9
+    assert {mage_config.learners[0].model, grpo_config.learners[0].model} == {"tiny-doors"}
+    uniform = 1 / (doors + 1)
+    assert scout_advantage(doors, "mage", 0.6, p_scout=uniform) > 0.1
+    assert scout_advantage(doors, "grpo", p_scout=uniform) < -0.1
