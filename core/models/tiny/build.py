@@ -174,14 +174,13 @@ def _token_stats(examples: list[TreeExample], demos: list[Demo]) -> dict[str, di
 
 def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
     import torch
-    from tqdm import tqdm
     from transformers import GenerationConfig, LlamaForCausalLM
 
     from arena.core.models.held import READOUT_FILE, save_held
     from arena.core.models.tiny.circuit import install_copy_circuit, rl_held, separate_recall_marker, sharpen_recall
     from arena.core.models.tiny.demos import build_demos, demo_texts, describe
     from arena.core.models.tiny.quality import evaluate
-    from arena.core.models.tiny.sft import deterministic_torch, train
+    from arena.core.models.tiny.sft import deterministic_torch, progress, train
     from arena.core.models.tiny.tokenizer import save_tokenizer, train_tokenizer
 
     timing: dict[str, float] = {}
@@ -217,17 +216,8 @@ def _build_into(out: Path, seed: int, recipe: TinyRecipe) -> None:
             log.info("tiny: seeded the copy circuit", **circuit)
         parameters = sum(p.numel() for p in model.parameters())
         log.info("tiny: supervised warm start", parameters=parameters, examples=len(examples), epochs=recipe.sft.epochs)
-        bar = tqdm(desc="tiny sft", unit="step", disable=None, leave=False)
-
-        def on_step(step: int, total: int, loss: float) -> None:
-            bar.total = total
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
-            if (step + 1) % 50 == 0:
-                log.info("tiny: sft progress", step=step + 1, steps=total, loss=round(loss, 3))
-
-        losses = train(model, examples, recipe.sft, seed=seed, pad_id=end_id, on_step=on_step, held=held)
-        bar.close()
+        with progress("tiny sft", log, "tiny: sft progress") as on_step:
+            losses = train(model, examples, recipe.sft, seed=seed, pad_id=end_id, on_step=on_step, held=held)
         if recipe.memory.enabled and recipe.circuit.enabled and recipe.memory.recall_sharpen != 1.0:
             sharpen_recall(model, circuit, recipe.memory.recall_sharpen)
         if recipe.memory.enabled and recipe.circuit.enabled and recipe.memory.marker_margin > 0:

@@ -272,11 +272,10 @@ def recall_on_reveal(model: Any, tokenizer: Any, prompts: list[tuple[Any, int]],
 def _build_into(out: Path, base: Path, seed: int, recipe: ReaderRecipe) -> None:
     import shutil
 
-    from tqdm import tqdm
     from transformers import AutoTokenizer, LlamaForCausalLM
 
     from arena.core.models.held import READOUT_FILE, load_held, save_held
-    from arena.core.models.tiny.sft import deterministic_torch, train
+    from arena.core.models.tiny.sft import deterministic_torch, progress, train
 
     started = time.perf_counter()
     with deterministic_torch(recipe.threads):
@@ -293,19 +292,10 @@ def _build_into(out: Path, base: Path, seed: int, recipe: ReaderRecipe) -> None:
         circuit = json.loads((base / "build_report.json").read_text())["circuit"]
         before["recall_on_reveal"] = recall_on_reveal(model, tokenizer, held_out, circuit)
         log.info("tiny-doors: collected", prompts=len(prompts), held_out=len(held_out), before=before)
-        bar = tqdm(desc="tiny-doors sft", unit="step", disable=None, leave=False)
-
-        def on_step(step: int, total: int, loss: float) -> None:
-            bar.total = total
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
-            if (step + 1) % 50 == 0:
-                log.info("tiny-doors: sft progress", step=step + 1, steps=total, loss=round(loss, 3))
-
-        losses = train(
-            model, examples, recipe.sft, seed=seed, pad_id=int(tokenizer.eos_token_id), on_step=on_step, held=held
-        )
-        bar.close()
+        with progress("tiny-doors sft", log, "tiny-doors: sft progress") as on_step:
+            losses = train(
+                model, examples, recipe.sft, seed=seed, pad_id=int(tokenizer.eos_token_id), on_step=on_step, held=held
+            )
         quality = measure(model, tokenizer, held_out, recipe.doors)
         quality["recall_on_reveal"] = recall_on_reveal(model, tokenizer, held_out, circuit)
         log.info("tiny-doors: measured", **quality)

@@ -64,6 +64,26 @@ def deterministic_torch(threads: int) -> Iterator[None]:
         torch.set_num_threads(previous_threads)
 
 
+@contextlib.contextmanager
+def progress(desc: str, log: Any, event: str, every: int = 50) -> Iterator[Callable[[int, int, float], None]]:
+    """A ``train`` ``on_step`` that drives a progress bar and logs ``event`` every ``every`` steps (build logs)."""
+    from tqdm import tqdm
+
+    bar = tqdm(desc=desc, unit="step", disable=None, leave=False)
+
+    def on_step(step: int, total: int, loss: float) -> None:
+        bar.total = total
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+        if (step + 1) % every == 0:
+            log.info(event, step=step + 1, steps=total, loss=round(loss, 3))
+
+    try:
+        yield on_step
+    finally:
+        bar.close()
+
+
 def collate(examples: Sequence[TreeExample], pad_id: int) -> TreeBatch:
     """One row per example: prefix then branches; pad tokens see only themselves (no fully masked rows)."""
     width = max(e.length for e in examples)
