@@ -130,7 +130,7 @@ def _pool_se(
         out.append(
             None
             if any(e is None for e in errors)
-            else sum((w * e) ** 2 for w, e in zip(weights, errors, strict=True) if e is not None) ** 0.5
+            else sum((w * float(e)) ** 2 for w, e in zip(weights, errors, strict=True)) ** 0.5
         )
     return out
 
@@ -141,17 +141,13 @@ def _summary(
     """Mean over seeds with its t interval; with ``eval_se`` (a shared evaluation's error), the widened one,
     clipped to ``bounds`` (a rate's [0, 1], a difference of rates' [−1, 1])."""
     summary: dict[str, Any] = {**mean_t_ci(values).to_json(), "values": list(values)}
-    if eval_se is None or not values:
-        if bounds is not None and summary["low"] is not None:
-            summary.update(low=max(summary["low"], bounds[0]), high=min(summary["high"], bounds[1]))
-        return summary
-    mean = summary["mean"]
-    seeds_half = 0.0 if summary["low"] is None else mean - summary["low"]
-    half = (seeds_half**2 + (Z95 * eval_se) ** 2) ** 0.5
-    low, high = mean - half, mean + half
-    if bounds is not None:
-        low, high = max(low, bounds[0]), min(high, bounds[1])
-    summary.update(low=low, high=high, seeds_half_width=seeds_half, eval_se=eval_se)
+    if eval_se is not None and values:
+        mean = summary["mean"]
+        seeds_half = 0.0 if summary["low"] is None else mean - summary["low"]
+        half = (seeds_half**2 + (Z95 * eval_se) ** 2) ** 0.5
+        summary.update(low=mean - half, high=mean + half, seeds_half_width=seeds_half, eval_se=eval_se)
+    if bounds is not None and summary["low"] is not None:
+        summary.update(low=max(summary["low"], bounds[0]), high=min(summary["high"], bounds[1]))
     return summary
 
 

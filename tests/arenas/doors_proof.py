@@ -17,8 +17,7 @@ from pathlib import Path
 
 from arena.core.eval.episode_compare import method_of
 from arena.core.eval.stats import mean_t_ci
-
-REVEALED = re.compile(r"door #(\d+)")
+from arena.core.models.tiny.doors_reader import REVEALED
 
 
 def run_rates(dump: Path) -> dict[str, list[float]]:
