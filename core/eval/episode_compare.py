@@ -130,7 +130,7 @@ def _pool_se(
         out.append(
             None
             if any(e is None for e in errors)
-            else sum((w * float(e)) ** 2 for w, e in zip(weights, errors, strict=True)) ** 0.5
+            else sum((w * e) ** 2 for w, e in zip(weights, errors, strict=True) if e is not None) ** 0.5
         )
     return out
 
