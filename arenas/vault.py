@@ -4,8 +4,10 @@ A *task* is a vault, named by its number: the trial seed (``reset(seed=s)`` play
 vault ``s % N``). A vault has ``chests`` closed chests (numbered 1..N, default 16); one holds the treasure, always
 the same one for the same vault (``treasure_chest``). Each episode is a single action, ``open chest k``: score 1
 (a win) if the treasure is in chest k, else 0. Either way the episode summary then says which chest held it
-("The treasure was in chest 9."), so a tip written from any episode, a failed one included, can record it.
-The observation names the vault ("Vault 37: 16 chests, numbered 1 to 16, all closed.") so that a task is
+("The treasure was in chest #9."; the ``#`` appears nowhere else, so a model can mark the number after it, as
+``tiny-vault`` does: ``arena.core.models.tiny.vault_reader``), so a tip written from any episode, a failed one
+included, can record it.
+The observation names the vault ("Vault 37 has 16 chests, numbered 1 to 16, all closed.") so that a task is
 recognisable when it comes back, and says nothing about where the treasure is.
 
 Why it exists (issue 26, "Exploration methods that show"): without memory of the task a policy opens the right
@@ -44,6 +46,7 @@ __all__ = [
     "group_hit_probability",
     "mean_seen",
     "memory_ceiling",
+    "mixed_group_probability",
     "recurrence_table",
     "seen_probability",
     "task_of",
@@ -197,7 +200,8 @@ class VaultAdapter:
     def observation(self, view: SeatView) -> str:
         env = _vault(view)
         n = env.chests
-        return f"Vault {env.task}: {n} chests, numbered 1 to {n}, all closed. Open one chest."
+        # No "N: " after a number: the tokenizer makes "7: " one token, which `tiny` reads as a move listing's line.
+        return f"Vault {env.task} has {n} chests, numbered 1 to {n}, all closed. Open one chest."
 
     def legal_moves(self, view: SeatView) -> list[Move]:
         return [Move(k, f"open chest {k}", (f"chest {k}",)) for k in range(1, _vault(view).chests + 1)]
@@ -211,12 +215,13 @@ class VaultAdapter:
     def episode_summary(self, view: SeatView) -> str:
         env = _vault(view)
         if env.opened is None:
-            return f"Vault {env.task}: no chest was opened."
+            return f"In vault {env.task} no chest was opened."
         if env.found:
             said = f"you opened chest {env.opened} and found the treasure (score 1)"
         else:
-            said = f"you opened chest {env.opened}: empty (score 0)"
-        return f"Vault {env.task}: {said}. The treasure was in chest {env.treasure}."
+            said = f"you opened chest {env.opened}, empty (score 0)"
+        # "#" before the number and nowhere else in a vault prompt: a model can mark the fact (``tiny-vault``).
+        return f"In vault {env.task} {said}. The treasure was in chest #{env.treasure}."
 
     def episode_details(self, view: SeatView) -> dict[str, Any]:
         env = _vault(view)
@@ -275,6 +280,15 @@ def group_hit_probability(chests: int, group_size: int) -> Fraction:
     return 1 - (1 - Fraction(1, chests)) ** group_size
 
 
+def mixed_group_probability(success: Fraction | float, group_size: int) -> Fraction:
+    """The probability that a group of ``group_size`` rollouts, each winning with probability ``success``, has both a
+    win and a loss: 1 − s^G − (1 − s)^G. Only such a group has a non-zero GRPO advantage (EMPO² trains its memory
+    rollouts with GRPO's group baseline too). A memory rollout of a vault seen before that always opens the chest
+    its tips name (s = 1) has none: the off-policy update then has nothing to distil."""
+    s = Fraction(success)
+    return 1 - s**group_size - (1 - s) ** group_size
+
+
 def recurrence_table(
     chests: int = DEFAULT_CHESTS,
     pool: int = 32,
@@ -303,4 +317,4 @@ def recurrence_table(
 
 
 if __name__ == "__main__":
-    print(recurrence_table())
+    print(recurrence_table(chests=9, pool=36))

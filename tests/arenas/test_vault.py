@@ -21,6 +21,7 @@ from arena.arenas.vault import (
     group_hit_probability,
     mean_seen,
     memory_ceiling,
+    mixed_group_probability,
     recurrence_table,
     seen_probability,
     task_of,
@@ -50,7 +51,7 @@ def _play(env: VaultEnv, seed: int, chest: int) -> tuple[float, str]:
 
 
 def _revealed(summary: str) -> int:
-    found = re.search(r"The treasure was in chest (\d+)\.", summary)
+    found = re.search(r"The treasure was in chest #(\d+)\.", summary)
     assert found is not None, summary
     return int(found.group(1))
 
@@ -100,7 +101,7 @@ def test_tasks_maps_seeds_onto_a_pool_of_vaults() -> None:
     for seed in (5, 37, 69, 32 * 1000 + 5):
         env.reset(seed=seed)
         assert env.task == 5 == task_of(seed, 32) and env.treasure == treasure_chest(5, 16)
-        assert env.arena_text_adapter.observation(_view(env)).startswith("Vault 5: ")
+        assert env.arena_text_adapter.observation(_view(env)).startswith("Vault 5 has ")
     assert task_of(37) == 37 and task_of(-1) == 2**63 - 1
 
 
@@ -109,15 +110,15 @@ def test_rewards_summaries_and_details() -> None:
     env.reset(seed=7)
     treasure, adapter = env.treasure, env.arena_text_adapter
     wrong = treasure % 5 + 1
-    assert adapter.episode_summary(_view(env)) == "Vault 7: no chest was opened."
+    assert adapter.episode_summary(_view(env)) == "In vault 7 no chest was opened."
     assert adapter.episode_details(_view(env))["outcome_key"] == "none"
     for chest, reward, says in [
-        (treasure, 1.0, f"Vault 7: you opened chest {treasure} and found the treasure (score 1)."),
-        (wrong, 0.0, f"Vault 7: you opened chest {wrong}: empty (score 0)."),
+        (treasure, 1.0, f"In vault 7 you opened chest {treasure} and found the treasure (score 1)."),
+        (wrong, 0.0, f"In vault 7 you opened chest {wrong}, empty (score 0)."),
     ]:
         got, summary = _play(env, 7, chest)
         assert got == reward and env.terminations["player_0"]
-        assert summary == f"{says} The treasure was in chest {treasure}."  # a miss reveals the chest too
+        assert summary == f"{says} The treasure was in chest #{treasure}."  # a miss reveals the chest too
         assert _revealed(summary) == treasure
         assert env.arena_outcome(env.rewards, "player_0") == ("win" if reward else "loss")
         details = adapter.episode_details(_view(env))
@@ -139,7 +140,7 @@ def test_the_observation_names_the_vault_and_nothing_secret() -> None:
         env.reset(seed=seed)
         view = _view(env)
         adapter = env.arena_text_adapter
-        assert adapter.observation(view) == f"Vault {seed}: 16 chests, numbered 1 to 16, all closed. Open one chest."
+        assert adapter.observation(view) == f"Vault {seed} has 16 chests, numbered 1 to 16, all closed. Open one chest."
         rules.add(adapter.rules(view))
         moves.add(tuple((m.action, m.name) for m in adapter.legal_moves(view)))
         assert env.observe("player_0")["observation"].tolist() == [seed, 16, 0]
@@ -284,26 +285,38 @@ def test_configs_load_and_are_twins() -> None:
 
     e, g = (load_config(TrainConfig, name) for name in CONFIGS)
     for c in (e, g):
-        assert c.arena == "vault" and c.arena_kwargs == {"chests": 16} and c.task_pool == 32 and not c.opponents
+        assert c.arena == "vault" and c.arena_kwargs == {"chests": 9} and c.task_pool == 36 and not c.opponents
         assert (c.iterations, c.groups, c.group_size, c.seed, c.trial.episodes) == (30, 8, 8, 0, 1)
-        assert c.learners[0].model == "tiny" and c.learners[0].unused_options == []
-        assert (c.eval.every, c.eval.games, c.eval.seed, c.eval.arena_kwargs) == (10, 128, 0, {"tasks": 32})
+        assert c.learners[0].model == "tiny-vault" and c.learners[0].unused_options == []
+        assert (c.eval.every, c.eval.games, c.eval.seed, c.eval.arena_kwargs) == (10, 144, 0, {"tasks": 36})
         assert unreachable(c) == {}
     assert e.trial == g.trial and e.learners[0].optim == g.learners[0].optim
     assert e.learners[0].plugins == ["empo2", "grpo"] and g.learners[0].plugins == ["grpo"]
     opts = empo2.settings(e.learners[0].options)
-    assert (opts.p, opts.novelty) == (0.25, "off")
-    # The same budget as the text maze's EMPO² comparison.
-    maze = load_config(TrainConfig, "text_maze_empo2")
-    assert (maze.iterations, maze.groups, maze.group_size, maze.task_pool) == (30, 8, 8, 32)
-    # Evaluation plays the recurring vaults: 128 seeds onto vaults 0..31, four games each.
-    tasks = [task_of(e.eval.seed + k, 32) for k in range(e.eval.games)]
-    assert sorted(set(tasks)) == list(range(32)) and all(tasks.count(t) == 4 for t in range(32))
+    assert (opts.p, opts.q, opts.novelty) == (0.5, 2 / 3, "off")
+    # The model answers with one digit, and the pool is whole blocks: no chest is favoured.
+    assert e.arena_kwargs["chests"] <= 9 and e.task_pool % e.arena_kwargs["chests"] == 0
+    assert blind_ceiling(range(36), 9) == Fraction(1, 9)
+    # Evaluation plays the recurring vaults: 144 seeds onto vaults 0..35, four games each.
+    tasks = [task_of(e.eval.seed + k, 36) for k in range(e.eval.games)]
+    assert sorted(set(tasks)) == list(range(36)) and all(tasks.count(t) == 4 for t in range(36))
+
+
+def test_a_perfect_reader_leaves_empo2_nothing_to_distil_and_a_half_reader_almost_always_something() -> None:
+    """Why `tiny-vault` follows its tips half the time (``VaultReaderRecipe.follow``): the memory rollouts of a seen
+    vault are one group, and GRPO's baseline gives a group without both a win and a loss no advantage."""
+    assert mixed_group_probability(1, 8) == 0
+    assert float(mixed_group_probability(Fraction(1, 2), 8)) == pytest.approx(0.9922, abs=1e-4)
+    assert mixed_group_probability(Fraction(1, 9), 8) == group_hit_probability(9, 8) - Fraction(1, 9) ** 8
+    # Brute force over every outcome of a group of 4.
+    s = Fraction(3, 10)
+    brute = sum(s ** sum(w) * (1 - s) ** (4 - sum(w)) for w in itertools.product((0, 1), repeat=4) if 0 < sum(w) < 4)
+    assert mixed_group_probability(s, 4) == brute
 
 
 def test_the_config_draws_and_memory_iterations() -> None:
     """The run's own task draws (one seed per group) follow the recurrence formula closely; seed 0's memory
-    iterations are those the vault_empo2 header quotes."""
+    iterations at p = 0.5 are spread over the run (at the paper's 0.25 they were 1, 2, 3, then none before 27)."""
     from arena.plugins.empo2 import iteration_mode
     from arena.populations.matchmaking import default_matchups
     from arena.populations.pool import OpponentPool
@@ -318,12 +331,14 @@ def test_the_config_draws_and_memory_iterations() -> None:
         assert len(seeds) == c.groups and all(0 <= s < c.task_pool for s in seeds)
         shares.append(sum(s in seen for s in seeds) / len(seeds))
         seen |= set(seeds)
-    assert seen == set(range(32))
-    assert np.mean(shares) == pytest.approx(float(mean_seen(32, 8, 30)), abs=0.03)
+    assert seen == set(range(36))
+    assert np.mean(shares) == pytest.approx(float(mean_seen(36, 8, 30)), abs=0.03)
     opts = c.learners[0].options["empo2"]
     modes = {it: iteration_mode(c.seed, it, opts["p"], opts["q"]) for it in range(c.iterations)}
-    memory = {it: m for it, m in modes.items() if m != "plain"}
-    assert memory == {1: "memory_off", 2: "memory_on", 3: "memory_off", 27: "memory_off", 29: "memory_off"}
+    memory = {it for it, m in modes.items() if m != "plain"}
+    assert memory == {1, 2, 3, 4, 6, 13, 14, 16, 20, 22, 24, 27, 29}
+    assert {it for it in memory if modes[it] == "memory_on"} == {2, 14}
+    assert {it for it in range(30) if iteration_mode(c.seed, it, 0.25, 2 / 3) != "plain"} == {1, 2, 3, 27, 29}
 
 
 # -- EMPO²'s memory on the vault, through the engine ---------------------------------------------------------------
@@ -341,7 +356,7 @@ def _tip_copier(request: GenerationRequest, rng: np.random.Generator) -> str:
     """A policy whose tips copy the revealed chest and whose action opens a chest a tip names, else chest 1."""
     text = request.messages[-1].content
     if request.purpose != "action":
-        found = re.search(r"The treasure was in chest (\d+)", text)
+        found = re.search(r"The treasure was in chest #(\d+)", text)
         return f"<tip>Vault tip: the treasure is in chest {found.group(1) if found else '?'}.</tip>"
     found = re.search(r"<tip>Vault tip: the treasure is in chest (\d+)", text)
     return f"<action>open chest {found.group(1) if found else 1}</action>"

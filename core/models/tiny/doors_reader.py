@@ -40,9 +40,7 @@ from typing import Any
 import attrs
 import structlog
 
-from arena.core.api.errors import ArenaError
-from arena.core.models.cache import build_atomically, models_dir
-from arena.core.models.tiny import build as tiny
+from arena.core.models.tiny import reader
 from arena.core.models.tiny.recipe import SFTConfig
 
 log = structlog.get_logger("arena.models.tiny_doors")
@@ -68,14 +66,12 @@ class ReaderRecipe:
     eval_trials: int = 150
     #: How often the scripted collector scouts: reveals must be common enough to learn from.
     scout_rate: float = 0.35
-    sft: SFTConfig = attrs.field(
-        factory=lambda: SFTConfig(epochs=2, lr=1e-3, warmup_steps=20, token_budget=4096, min_lr_ratio=0.1)
-    )
+    sft: SFTConfig = attrs.field(factory=reader.reader_sft)
     threads: int = 2
 
 
 def reader_dir(seed: int = 0) -> Path:
-    return models_dir() / f"{NAME}-v{BUILD_VERSION}-tiny-v{tiny.BUILD_VERSION}-seed{seed}"
+    return reader.reader_dir(NAME, BUILD_VERSION, seed)
 
 
 def resolve_tiny_doors() -> str:
@@ -84,13 +80,7 @@ def resolve_tiny_doors() -> str:
 
 
 def reader_info(seed: int = 0) -> dict[str, Any]:
-    path = reader_dir(seed)
-    info: dict[str, Any] = {"path": str(path), "built": (path / "config.json").is_file(), "base": "tiny"}
-    report = path / "build_report.json"
-    if report.is_file():
-        data = json.loads(report.read_text())
-        info.update({k: data["quality"][k] for k in ("reading", "scout_first", "legal_mass")})
-    return info
+    return reader.reader_info(reader_dir(seed), ("reading", "scout_first", "legal_mass"))
 
 
 def build_tiny_doors(
@@ -106,13 +96,7 @@ def build_tiny_doors(
     recipe = recipe or ReaderRecipe()
     if not 2 <= recipe.doors <= 9:
         raise ValueError(f"the reader answers with one digit: doors must be 2..9, got {recipe.doors}")
-    if out_dir is None and (recipe != ReaderRecipe() or base is not None):
-        raise ArenaError("only the default recipe on the cached tiny builds into the cache: give an out_dir")
-    target = Path(out_dir) if out_dir is not None else reader_dir(seed)
-    if (target / "config.json").is_file() and not force:
-        return target
-    source = Path(base) if base is not None else Path(tiny.build_tiny(seed=seed))
-    return build_atomically(target, lambda tmp: _build_into(tmp, source, seed, recipe), force=force)
+    return reader.build_reader(reader_dir(seed), out_dir, seed, recipe, ReaderRecipe(), base, force, _build_into)
 
 
 def collect_doors_prompts(seed: int, trials: int, doors: int, scout_rate: float) -> list[tuple[Any, int]]:
@@ -182,20 +166,27 @@ def _examples(tokenizer: Any, prompts: list[tuple[Any, int]], doors: int) -> lis
     return out
 
 
-def mark_reveal(model: Any, tokenizer: Any) -> int:
-    """Give the ``#`` token the opponent-prefix marker (``IS_OPP``) that the prefix tokens carry; its id."""
+def mark_reveal(model: Any, tokenizer: Any, *, query: bool = False) -> int:
+    """Give the ``#`` token the opponent-prefix marker (``IS_OPP``) that the prefix tokens carry; its id.
+
+    With ``query`` the token also gets ``<action>``'s ``ACT`` entry, so the recall head reads ``MEM`` at a ``#`` as
+    it does at ``<action>``: a model that writes ``#`` can then write the marked number after it (``tiny-vault``'s
+    tips copy the treasure's chest that way)."""
     import torch
 
-    from arena.core.models.tiny.circuit import IS_OPP, opponent_prefix_ids
+    from arena.core.models.tiny.circuit import ACT, IS_OPP, marker_token_ids, opponent_prefix_ids
 
     ids = tokenizer.encode(REVEAL_MARKER, add_special_tokens=False)
     if len(ids) != 1:
         raise ValueError(f"{REVEAL_MARKER!r} must be one token of tiny's vocabulary, got {ids}")
     embed = model.model.embed_tokens.weight
-    column = model.config.hidden_size - IS_OPP
+    hidden = model.config.hidden_size
     prefixes = opponent_prefix_ids(tokenizer)
     with torch.no_grad():
-        embed[ids[0], column] = embed[prefixes, column].mean()
+        embed[ids[0], hidden - IS_OPP] = embed[prefixes, hidden - IS_OPP].mean()
+        if query:
+            _, action = marker_token_ids(tokenizer)
+            embed[ids[0], hidden - ACT] = embed[action, hidden - ACT]
     return int(ids[0])
 
 
@@ -270,11 +261,9 @@ def recall_on_reveal(model: Any, tokenizer: Any, prompts: list[tuple[Any, int]],
 
 
 def _build_into(out: Path, base: Path, seed: int, recipe: ReaderRecipe) -> None:
-    import shutil
-
     from transformers import AutoTokenizer, LlamaForCausalLM
 
-    from arena.core.models.held import READOUT_FILE, load_held, save_held
+    from arena.core.models.held import load_held
     from arena.core.models.tiny.sft import deterministic_torch, progress, train
 
     started = time.perf_counter()
@@ -299,20 +288,9 @@ def _build_into(out: Path, base: Path, seed: int, recipe: ReaderRecipe) -> None:
         quality = measure(model, tokenizer, held_out, recipe.doors)
         quality["recall_on_reveal"] = recall_on_reveal(model, tokenizer, held_out, circuit)
         log.info("tiny-doors: measured", **quality)
-        model.save_pretrained(out)
-        tokenizer.save_pretrained(out)
-        for name in ("tokenizer_config.json", "chat_template.jinja"):
-            if (base / name).is_file():
-                shutil.copy(base / name, out / name)
-        if held:
-            save_held(out, held)
-        readout = load_held(base, READOUT_FILE)
-        if readout:
-            save_held(out, readout, READOUT_FILE)
         report = {
             "name": NAME,
             "build_version": BUILD_VERSION,
-            "base": {"name": tiny.NAME, "build_version": tiny.BUILD_VERSION, "path": str(base)},
             "seed": seed,
             "recipe": attrs.asdict(recipe),
             "reveal_marker": {"token": REVEAL_MARKER, "id": marker},
@@ -321,5 +299,5 @@ def _build_into(out: Path, base: Path, seed: int, recipe: ReaderRecipe) -> None:
             "quality": quality,
             "seconds": round(time.perf_counter() - started, 1),
         }
-        (out / "build_report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        reader.save_reader(out, base, model, tokenizer, held, report)
         log.info("tiny-doors: built", path=str(out), seconds=report["seconds"])
