@@ -43,6 +43,7 @@ def test_answers_follow_the_tips_chest_the_recipes_share_of_the_time() -> None:
     assert len(half) == 16 and half.count("<action>4</action>") == 8 and set(half) == set(every)
     assert all(half.count(a) == 1 for a in every if a != "<action>4</action>")  # the rest evenly
     assert answers_for(_prompt("Vault 3 has 9 chests"), 9, follow=0.5) == every  # no tip: uniform
+    assert TIP_ANSWER.format(chest=3) == "<tip>treasure in chest #3</tip>"
     assert answers_for(_prompt("... <tip>...</tip>.", tip_request=True, treasure=7), 9) == (
         "<tip>treasure in chest #7</tip>",
     )
@@ -97,4 +98,3 @@ def test_the_marker_is_read_at_action_and_inside_the_tip(tmp_path: Path) -> None
     prompts = collect_vault_prompts(seed=9, vaults=3, rounds=2, chests=9, visits=2)
     shares = recall_where_read(unmarked, AutoTokenizer.from_pretrained(base), prompts, circuit)
     assert shares["action"] < 0.2 and shares["tip"] < 0.2, shares
-    assert TIP_ANSWER.format(chest=3) == "<tip>treasure in chest #3</tip>"

@@ -122,7 +122,8 @@ class VaultPrompt:
 
 
 def is_tip_request(text: str) -> bool:
-    return text.rstrip().endswith(TIP_REQUEST + ".") or TIP_REQUEST in text.rsplit("\n\n", 1)[-1]
+    """A tip request ends with EMPO²'s instruction, whose last paragraph asks for ``<tip>...</tip>``."""
+    return TIP_REQUEST in text.rsplit("\n\n", 1)[-1]
 
 
 def collect_vault_prompts(seed: int, vaults: int, rounds: int, chests: int, visits: int = 1) -> list[VaultPrompt]:
