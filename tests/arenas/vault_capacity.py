@@ -4,6 +4,7 @@ answer, every vault at every step (AdamW, full batch, the held circuit kept), at
 1e-3; prints the exact success without memory (P(treasure) averaged over the vaults) after 0, 10, 30, 100, 300 steps.
 
     python tests/arenas/vault_capacity.py runs/vault_proof/grpo_s0 36      # a run with rollouts, for the prompt
+    python tests/arenas/vault_capacity.py RUN 9 1e-3,3e-3 0,10,20,30,60    # vaults, learning rates, steps
 """
 
 import json
@@ -28,6 +29,8 @@ run = Path(sys.argv[1])
 prompt = json.loads(sorted((run / "rollouts").glob("iter_*.jsonl"))[0].read_text().splitlines()[0])["context_text"]
 VAULT = re.compile(r"Vault (\d+) has (\d+) chests")
 vaults = int(sys.argv[2]) if len(sys.argv) > 2 else 36
+rates = [float(x) for x in sys.argv[3].split(",")] if len(sys.argv) > 3 else [3e-4, 1e-3]
+checkpoints = [int(x) for x in sys.argv[4].split(",")] if len(sys.argv) > 4 else [0, 10, 30, 100, 300]
 tok = AutoTokenizer.from_pretrained(base)
 eos = int(tok.eos_token_id)
 
@@ -41,14 +44,14 @@ def ex(v, k):
 
 train = [ex(v, treasure_chest(v, 9)) for v in range(vaults)]
 evals = [[ex(v, k) for k in range(1, 10)] for v in range(vaults)]
-for lr in (3e-4, 1e-3):
+for lr in rates:
     model = LlamaForCausalLM.from_pretrained(base)
     held = load_held(base) or {}
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     out = []
     t0 = time.time()
-    for step in range(301):
-        if step in (0, 10, 30, 100, 300):
+    for step in range(max(checkpoints) + 1):
+        if step in checkpoints:
             model.eval()
             with torch.no_grad():
                 hit = []

@@ -1,4 +1,4 @@
-"""kill -9 at seeded random points of a short run, then --resume: 10 of 10 end bit for bit as the reference.
+"""kill -9 at seeded random points of a short run, then --resume: 6 of 6 end bit for bit as the reference.
 
 Compared: the final checkpoint's weights, every metrics row without its ``time/`` entries, ``population.json``
 (with the run's own directory, which snapshot paths name, taken out). The kill points are drawn uniformly over
@@ -22,7 +22,7 @@ from arena.core.learn import checkpoint as ck
 from tests.faults.conftest import arena_cli, learning_metrics, same_weights, weights, write_config
 
 ITERATIONS = 3
-TRIALS = 10
+TRIALS = 6  # 10 until 2026-12-05: cut to keep `make test` inside 30 minutes on CI (about 12 s a trial)
 
 
 def population(run: Path) -> str:
@@ -35,7 +35,7 @@ def finish(proc) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # 21 CLI runs: 8 of 10 trials done at the 600 s default on 2 busy cores (2026-12-02)
+@pytest.mark.timeout(1800)  # 13 CLI runs; with 10 trials (21 runs) 8 were done at the 600 s default on 2 busy cores
 def test_kill_at_random_points_and_resume_exactly(toy_dir: Path, tmp_path: Path) -> None:
     config = write_config(tmp_path, toy_dir, iterations=ITERATIONS, snapshot_every=1)
     reference = tmp_path / "reference"
