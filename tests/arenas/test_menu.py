@@ -503,7 +503,7 @@ def test_configs_load_and_are_twins() -> None:
     for c in (s, g):
         assert c.arena == "menu" and c.arena_kwargs == {"plans": 5} and c.task_pool == 20 and not c.opponents
         assert (c.iterations, c.groups, c.group_size, c.seed, c.trial.episodes) == (20, 8, 8, 0, 1)
-        assert c.learners[0].model == "tiny" and c.learners[0].unused_options == []
+        assert c.learners[0].model == "smollm2-menu" and c.learners[0].unused_options == []
         assert (c.eval.every, c.eval.games, c.eval.seed, c.eval.arena_kwargs) == (10, 100, 0, {"tasks": 20})
         assert unreachable(c) == {}
     assert s.trial == g.trial and s.dynamic_sampling == g.dynamic_sampling

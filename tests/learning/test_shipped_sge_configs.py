@@ -1,7 +1,7 @@
 """Smoke test: each shipped SGE config runs one iteration on ``tiny`` (budgets cut, everything else as shipped).
 
-``coding_sge`` trains SmolLM2-135M-Instruct; here its learner is ``tiny`` (which writes no Python: the point is
-that the run goes end to end: strategy prompt, two-temperature sampling, buffers, update, checkpoint).
+``coding_sge`` and ``menu_sge`` train SmolLM2 models; here their learner is ``tiny`` (which writes no Python: the
+point is that the run goes end to end: strategy prompt, two-temperature sampling, buffers, update, checkpoint).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ OVERRIDES = {
     ],
     "menu_sge": [
         *SMALL,
+        "learners.0.model=tiny",
         "learners.0.options.sge.strategy_max_tokens=12",
         "dynamic_sampling.max_rounds=1",
     ],

@@ -1,0 +1,20 @@
+"""Registers the models built on SmolLM2-135M-Instruct: ``smollm2-menu`` (the answer form of SGE's menu, menu.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from arena.core.api.markers import hookimpl
+from arena.core.models.smol import menu
+
+
+@hookimpl
+def register_models(register: Callable[..., None]) -> None:
+    register(
+        menu.NAME,
+        menu.resolve_smollm2_menu,
+        default_backend="hf",
+        description="SmolLM2 SFT on the menu's answer form (plan choice untrained; reads SGE's reflection)",
+        info=menu.smollm2_menu_info,
+        build=lambda force=False: menu.build_smollm2_menu(force=force),
+    )
