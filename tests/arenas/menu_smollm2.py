@@ -1,7 +1,7 @@
 """SGE's menu on SmolLM2-135M-Instruct before any RL (docs/results.md, "SGE's menu on SmolLM2-135M-Instruct").
 
-    OMP_NUM_THREADS=2 .venv/bin/python tests/arenas/menu_smollm2.py OUT [--form-only] [--menus N]
-        [--show] [--no-untrained]
+    OMP_NUM_THREADS=2 .venv/bin/python tests/arenas/menu_smollm2.py OUT [--form-only]
+        [--reflection-choice first|uniform] [--menus N] [--show] [--no-untrained]
 
 Builds ``smollm2-menu`` into ``OUT/model`` (core/models/smol/menu.py; ``--form-only``: the recipe without
 ``read_reflection``), unless it is there already, and writes ``OUT/measure.json``: the exact measurement
@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 from scipy import stats
 
@@ -80,6 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
     parser.add_argument("--form-only", action="store_true")
+    parser.add_argument("--reflection-choice", choices=("first", "uniform"), default="first")
     parser.add_argument("--menus", type=int, default=20)
     parser.add_argument("--show", action="store_true", help="print OUT/measure.json again, measuring nothing")
     parser.add_argument("--no-untrained", action="store_true", help="measure the built model only")
@@ -91,9 +93,9 @@ def main() -> None:
                 show(label, saved[label])
         return
     torch.set_num_threads(2)
-    recipe = MenuRecipe(read_reflection=not args.form_only)
+    recipe = MenuRecipe(read_reflection=not args.form_only, reflection_choice=args.reflection_choice)
     prompts = collect_menu_prompts(range(args.menus))
-    report: dict[str, Any] = {"recipe": {"read_reflection": recipe.read_reflection}, "menus": args.menus}
+    report: dict[str, Any] = {"recipe": attrs.asdict(recipe), "menus": args.menus}
     models = (("untrained", Path(smollm2.build_smollm2())), ("built", None))
     for label, path in models[1:] if args.no_untrained else models:
         if path is None:

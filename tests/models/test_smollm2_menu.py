@@ -86,11 +86,20 @@ def test_a_plain_row_learns_everything_but_the_name(tokenizer, prompts: list[Men
 def test_rows_after_a_reflection_name_another_plan_and_learn_the_name(tokenizer, prompts: list[MenuPrompt]) -> None:  # type: ignore[no-untyped-def]
     rng = random.Random(0)
     for prompt in (p for p in prompts if p.config == NEGATIVE):
-        for _ in range(10):
-            ids, labels = training_row(tokenizer, prompt, rng)
-            learned = tokenizer.decode([t for t, label in zip(ids, labels, strict=True) if label != -100])
-            named = read_answer(learned, menu_of(prompt.menu)).named
-            assert len(named) == 1 and menu_of(prompt.menu).names[named[0]] != prompt.failed_plan
+        menu = menu_of(prompt.menu)
+        first = next(i for i, n in enumerate(menu.names) if n != prompt.failed_plan)
+        seen = set()
+        for choice in ("first", "uniform"):
+            for _ in range(20):
+                ids, labels = training_row(tokenizer, prompt, rng, choice)
+                learned = tokenizer.decode([t for t, label in zip(ids, labels, strict=True) if label != -100])
+                named = read_answer(learned, menu).named
+                assert len(named) == 1 and menu.names[named[0]] != prompt.failed_plan
+                if choice == "first":
+                    assert named == (first,)  # the first listed plan that did not fail
+                else:
+                    seen.add(named[0])
+        assert len(seen) > 1  # uniform: more than one other plan over 20 draws
 
 
 def test_tempered_logprobs_at_t1_is_the_models_likelihood(tokenizer, prompts: list[MenuPrompt]) -> None:  # type: ignore[no-untyped-def]

@@ -12,9 +12,12 @@ lr 1e-5, about 9 minutes on 2 cores) on prompts the real engine writes, collecte
   on, so it is left untrained.
 * **A prompt with SGE's negative reflection** ("An earlier attempt at this task failed ... Plan Delta failed: it is
   not the plan that pays") is trained, with ``read_reflection`` (the default), on a plan other than the failed one,
-  the name included: what a larger instruction-tuned model does when told a plan failed. Form-only SFT
-  (``read_reflection=False``) leaves a model that names the failed plan again 0.96 of the time, against 0.30 without
-  the reflection: it copies the plan it just read (docs/results.md).
+  the name included: what a larger instruction-tuned model does when told a plan failed. Which one
+  (``reflection_choice``): v2 takes the first listed plan that did not fail, because SmolLM2's own choice on a plain
+  menu is the first-listed plan (99 of 100 menus after form-only SFT); v1 drew any other plan alike, and that
+  flattened the plain prompts' choice as well. Form-only SFT (``read_reflection=False``) leaves a model that names
+  the failed plan again 0.99 of the time, against 0.27 without the reflection: it copies the plan it just read
+  (docs/results.md).
 
 ``measure`` is exact: teacher-forced log-probabilities, tempered (``log_softmax(logits / T)``) over the strategy's
 tokens (up to ``</strategy>``, SGE's strategy segment) and the code's, on the canonical answer of each listed plan.
@@ -43,7 +46,7 @@ from arena.core.models.cache import build_atomically, models_dir
 log = structlog.get_logger("arena.models.smol.menu")
 
 NAME = "smollm2-menu"
-BUILD_VERSION = 1
+BUILD_VERSION = 2  # v1: reflection rows on a uniform other plan (reflection_choice 'uniform')
 #: The two configs whose prompts the model learns to answer (their plugins write the prompt).
 CONFIGS = ("menu_grpo", "menu_sge")
 NEGATIVE = "menu_sge+negative"
@@ -63,6 +66,10 @@ class MenuRecipe:
     seed: int = 0
     #: Train SGE's negative-reflection prompts on a plan other than the failed one (module docstring).
     read_reflection: bool = True
+    #: Which other plan: ``first``, the first listed plan that did not fail (SmolLM2's own choice on a plain menu is
+    #: the first-listed plan, so this keeps that preference); ``uniform``, any other plan alike (v1: it flattens
+    #: the plain prompts' choice too, docs/results.md).
+    reflection_choice: str = attrs.field(default="first", validator=attrs.validators.in_(("first", "uniform")))
 
 
 @attrs.frozen
@@ -156,14 +163,19 @@ def encode(tokenizer: Any, prompt: MenuPrompt, plan: str, code: str, mask_name: 
     return [*head, *enc["input_ids"], eos], [-100] * len(head) + labels + [eos]
 
 
-def training_row(tokenizer: Any, prompt: MenuPrompt, rng: random.Random) -> tuple[list[int], list[int]]:
+def training_row(
+    tokenizer: Any, prompt: MenuPrompt, rng: random.Random, reflection_choice: str = "first"
+) -> tuple[list[int], list[int]]:
     """One SFT row (module docstring): a uniform listed plan with its name unlearned, or after a negative reflection
-    a plan other than the failed one, name learned."""
+    a plan other than the failed one (``reflection_choice``), name learned."""
     from arena.arenas.menu import menu_of
 
     menu = menu_of(prompt.menu)
-    choices = [i for i, n in enumerate(menu.names) if n != prompt.failed_plan]
-    i = rng.choice(choices)
+    if prompt.failed_plan is None:
+        i = rng.randrange(len(menu.names))
+    else:
+        choices = [i for i, n in enumerate(menu.names) if n != prompt.failed_plan]
+        i = choices[0] if reflection_choice == "first" else rng.choice(choices)
     return encode(tokenizer, prompt, menu.names[i], menu.codes[i], mask_name=prompt.failed_plan is None)
 
 
@@ -178,7 +190,8 @@ def sft(model: Any, tokenizer: Any, prompts: Sequence[MenuPrompt], recipe: MenuR
     model.train()
     losses: list[float] = []
     for step in tqdm(range(recipe.steps), desc=f"{NAME} SFT", unit="step", disable=None, leave=False):
-        rows = [training_row(tokenizer, p, rng) for p in rng.sample(list(prompts), recipe.batch)]
+        batch = rng.sample(list(prompts), recipe.batch)
+        rows = [training_row(tokenizer, p, rng, recipe.reflection_choice) for p in batch]
         width = max(len(ids) for ids, _ in rows)
         ids = torch.tensor([r[0] + [pad] * (width - len(r[0])) for r in rows])
         labels = torch.tensor([r[1] + [-100] * (width - len(r[1])) for r in rows])
