@@ -276,6 +276,18 @@ def train_cmd(
         )
     run = Run(config, out_dir, dump_rollouts=dump_rollouts)
     click.echo(str(run.run(resume=resume is not None, overwrite=overwrite)))
+    _leave_process_group()
+
+
+def _leave_process_group() -> None:
+    """Under ``accelerate launch``: wait for every rank, then tear the process group down before the interpreter
+    exits. Left to exit on its own, a rank's gloo threads were once still running at exit and the process aborted
+    ("terminate called without an active exception", SIGABRT) after a finished run (CI, 2026-12-06)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 @cli.command("eval")
