@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import itertools
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
@@ -49,6 +49,7 @@ __all__ = [
     "is_held_out",
     "iter_layouts",
     "layout_id_for",
+    "note_before_chest",
     "solve",
 ]
 
@@ -751,7 +752,19 @@ class TextMazeAdapter:
             "rooms_visited": len(s.visited),
             "steps": s.steps,
             "outcome_key": ",".join(sorted(s.milestones)),
+            "note_before_chest": note_before_chest(s.milestones),
         }
+
+
+def note_before_chest(milestones: Sequence[str]) -> bool | None:
+    """Whether the note was read before the first chest was opened (``None``: no chest was opened).
+
+    SAFARI's testbed measure (issue 26): an explorer reads the note first; a player imitating a demonstrator that
+    knew the answer opens a chest without it. ``milestones`` are in the order they happened (``MazeState``)."""
+    opened = [i for i, m in enumerate(milestones) if m in ("chest", "trap")]
+    if not opened:
+        return None
+    return "note" in milestones[: opened[0]]
 
 
 # -- the scripted expert ----------------------------------------------------------------------------------------
@@ -778,7 +791,7 @@ def _first_move(env: TextMazeEnv, is_goal: Any) -> str | None:
     return None
 
 
-def explorer_action(env: Any, read_notes: bool = True) -> int:
+def explorer_action(env: Any, read_notes: bool = True, hindsight: bool = False) -> int:
     """The explore-everything expert: a pure function of what the player has observed (its map of walked edges,
     visited rooms, inventory and the note), so it can act from any restored state.
 
@@ -786,10 +799,17 @@ def explorer_action(env: Any, read_notes: bool = True) -> int:
     unlock a locked door whose key it holds; walk to the nearest unexplored exit, locked door it can open, or the
     named chest. With ``read_notes=False`` it never reads the note and, with nothing left to explore, opens the
     first closed chest it knows of (a guess): the baseline that shows the note is needed.
+
+    ``hindsight=True`` is the *hindsight-biased demonstrator* of SAFARI's testbed (issue 26): it is told the
+    treasure's chest (what a demonstration written after the fact knows), never reads the note and walks to that
+    chest as soon as its map reaches the locked room; otherwise it moves like the explorer. Every one of its lines
+    succeeds, and none of them shows the note being read: a student imitating it cannot learn why a chest is right.
     """
     env = getattr(env, "unwrapped", env)
     s, lay = env.state, env.layout
     mask = env.action_mask()
+    read_notes = read_notes and not hindsight
+    target = lay.treasure_chest if hindsight else env.known_chest()
 
     def legal(name: str) -> int | None:
         action = ACTION_OF[name]
@@ -799,8 +819,8 @@ def explorer_action(env: Any, read_notes: bool = True) -> int:
     if read_notes and not s.note_read:
         candidates.append("read note")
     candidates += [f"open {x}" for x in env.containers_here() if x in SAFE_CONTAINERS]
-    if env.known_chest() is not None:
-        candidates.append(f"open {env.known_chest()}")
+    if target is not None:
+        candidates.append(f"open {target}")
     candidates += [f"unlock {c} door" for c in env.locked_doors_here().values() if c in s.inventory]
     for name in candidates:
         action = legal(name)
@@ -808,8 +828,7 @@ def explorer_action(env: Any, read_notes: bool = True) -> int:
             return action
 
     def chest_room(room: int) -> str | None:
-        chest = env.known_chest()
-        return "here" if chest and lay.containers.get(chest) == room and chest not in s.opened else None
+        return "here" if target and lay.containers.get(target) == room and target not in s.opened else None
 
     def frontier(room: int) -> str | None:
         if room not in s.visited:
@@ -835,13 +854,14 @@ def explorer_action(env: Any, read_notes: bool = True) -> int:
     return ACTION_OF["look"]
 
 
-def solve(env: Any, read_notes: bool = True) -> float:
+def solve(env: Any, read_notes: bool = True, hindsight: bool = False) -> float:
     """Play the current episode of ``env`` to its end with ``explorer_action``; return the reward collected."""
     total = 0.0
     for _agent in env.agent_iter():
         _, reward, termination, truncation, _ = env.last()
         total += float(reward)
-        env.step(None if termination or truncation else explorer_action(env, read_notes=read_notes))
+        action = None if termination or truncation else explorer_action(env, read_notes, hindsight)
+        env.step(action)
     return total
 
 
@@ -850,11 +870,12 @@ class TextMazeExplorer:
 
     name = "text_maze-explorer"
 
-    def __init__(self, read_notes: bool = True) -> None:
+    def __init__(self, read_notes: bool = True, hindsight: bool = False) -> None:
         self.read_notes = read_notes
+        self.hindsight = hindsight
 
     def act(self, view: SeatView) -> int:
-        return explorer_action(view.env, read_notes=self.read_notes)
+        return explorer_action(view.env, read_notes=self.read_notes, hindsight=self.hindsight)
 
 
 def iter_layouts(split: str, size: str, seeds: Iterable[int]) -> list[Layout]:

@@ -922,6 +922,9 @@ class EvalOptions:
     samples: int = 4
     first_seed: int = 0
     arena_kwargs: dict[str, Any] = attrs.field(factory=dict)
+    #: Evaluate the starting model too (off: only the SFT and DPO models, e.g. for the seeds of a comparison
+    #: whose starting model was measured once on the same tasks).
+    base: bool = True
 
 
 @attrs.frozen
@@ -938,6 +941,9 @@ class SafariConfig:
     first_seed: int = 0
     pair_tasks: int = 8
     pair_first_seed: int = 1000
+    #: The SFT stage's example order (``SFTSettings.seed``); independent runs vary it with ``first_seed``,
+    #: ``pair_first_seed`` and ``dpo.seed``.
+    seed: int = 0
     out: str | None = None
     data: DataOptions = attrs.field(factory=DataOptions)
     sft_epochs: int = 2
@@ -973,6 +979,7 @@ def evaluate_model(
             "pass_at_k": report["pass_at_k"],
             "success_rate": report["success_rate"],
             "mean_score": report["mean_score"],
+            "flags": report["flags"],
         }
     seats = tuple(model_spec if s == LEARNER_SEAT_SPEC else s for s in game.seats)
     specs = [
@@ -1052,7 +1059,9 @@ def run_pipeline(config: SafariConfig, out: Path, progress: bool | None = None) 
     summary["data"] = build_data(game, expert, seeds, config.data, out / "data", progress)
     if summary["data"]["examples"] == 0:
         raise ArenaError("the expert kept no successful line: no SFT data (more tasks, or another expert)")
-    settings = SFTSettings(epochs=config.sft_epochs, lr=config.sft_lr, batch_size=config.sft_batch_size)
+    settings = SFTSettings(
+        epochs=config.sft_epochs, lr=config.sft_lr, batch_size=config.sft_batch_size, seed=config.seed
+    )
     summary["sft"] = run_sft(out / "data" / "sft.jsonl", config.model, out / "sft", settings, progress)
     sft_spec = f"model:{out / 'sft'}"
     pair_seeds = list(range(config.pair_first_seed, config.pair_first_seed + config.pair_tasks))
@@ -1062,6 +1071,7 @@ def run_pipeline(config: SafariConfig, out: Path, progress: bool | None = None) 
         summary["eval"] = {
             label: evaluate_model(spec, game, config.eval, config.trial)
             for label, spec in (("base", config.model), ("sft", sft_spec), ("dpo", f"model:{out / 'dpo'}"))
+            if label != "base" or config.eval.base
         }
     summary["seconds"] = round(time.perf_counter() - started, 3)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -1108,7 +1118,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
             f"reward accuracy {q['reward_accuracy_last_epoch']}; {q['seconds']:.1f}s"
         )
     for label, report in (summary.get("eval") or {}).items():
-        lines.append(f"eval {label}: " + ", ".join(f"{k} {v}" for k, v in report.items()))
+        parts = [f"{k} {v}" for k, v in report.items() if k != "flags"]
+        parts += [f"{k} {f['rate']:.3f} ({f['true']} of {f['of']})" for k, f in (report.get("flags") or {}).items()]
+        lines.append(f"eval {label}: " + ", ".join(parts))
     return "\n".join(lines)
 
 

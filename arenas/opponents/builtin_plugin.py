@@ -117,9 +117,10 @@ def _maze_explorer_factory(arena_id: str, arg: str | None, seed: int) -> Opponen
     from arena.arenas.text_maze import TextMazeExplorer
 
     check_arena("text_maze-explorer", arena_id, ("text_maze",))
-    if arg not in (None, "no-note"):
-        raise ArenaError(f"opponent 'text_maze-explorer' takes no argument or ':no-note', got {arg!r}")
-    return TextMazeExplorer(read_notes=arg != "no-note")
+    if arg not in (None, "no-note", "hindsight"):
+        raise ArenaError(f"opponent 'text_maze-explorer' takes no argument, ':no-note' or ':hindsight', got {arg!r}")
+    # hindsight: told the treasure's chest, never reads the note (SAFARI's hindsight-biased demonstrator)
+    return TextMazeExplorer(read_notes=arg != "no-note", hindsight=arg == "hindsight")
 
 
 def builtin_opponents() -> list[tuple[str, OpponentFactory, tuple[str, ...] | None, str]]:
@@ -149,7 +150,8 @@ def builtin_opponents() -> list[tuple[str, OpponentFactory, tuple[str, ...] | No
             "text_maze-explorer",
             _maze_explorer_factory,
             ("text_maze",),
-            "text maze expert: explores everything it has seen, reads the note (text_maze-explorer:no-note skips it)",
+            "text maze expert: explores everything it has seen, reads the note (text_maze-explorer:no-note "
+            "skips it; :hindsight is told the chest and never reads it)",
         )
     )
     return table

@@ -20,6 +20,10 @@ class ChatMessage:
     content: str
 
 
+#: An expert spec with this prefix names a scripted player, not a model (see ``Guide``).
+ORACLE_PREFIX = "oracle:"
+
+
 @attrs.frozen
 class Guide:
     """Token-level guidance of a segment by an expert model (MENTOR, arXiv 2510.04140).
@@ -29,16 +33,29 @@ class Guide:
     next-token entropy there. ``expert`` is a model spec the backend can load (``model:tiny``, a registered name,
     a local checkpoint directory or a hub id); it must share the policy's tokenizer. ``gamma`` (> 0) is the
     entropy at which the expert takes over completely.
+
+    An *oracle* expert (``expert="oracle:OPPONENT"``, e.g. ``oracle:text_maze-explorer``) is a scripted player
+    rather than a model: the rollout engine asks it for its move in the seat's state and fills ``target`` with
+    the answer it would give (``<action>MOVE</action>``). The backend then takes ``p_expert`` as a point mass on
+    the next token of ``target``'s tokenization while the segment's text so far follows it, on the end of
+    sequence once it is complete, and as the policy's own distribution once the text has left it (an oracle has
+    no opinion off its line). It shares every tokenizer by construction.
     """
 
     expert: str
     gamma: float
+    target: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if not self.expert:
             raise ValueError("a Guide needs an expert model spec")
         if not self.gamma > 0:
             raise ValueError(f"a Guide needs gamma > 0, got {self.gamma}")
+
+    @property
+    def oracle(self) -> str | None:
+        """The scripted player's spec of an ``oracle:`` expert, else None."""
+        return self.expert.removeprefix(ORACLE_PREFIX) if self.expert.startswith(ORACLE_PREFIX) else None
 
 
 @attrs.frozen

@@ -40,7 +40,7 @@ import attrs
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 
-from arena.core.api.backend import Completion, GenerationRequest, Segment
+from arena.core.api.backend import ORACLE_PREFIX, Completion, GenerationRequest, Segment
 from arena.core.api.errors import ArenaError
 from arena.core.api.seeding import derive_seed
 from arena.core.models import resolve_model
@@ -226,6 +226,8 @@ class _Row:
     entropies: list[float] = attrs.field(factory=list)
     #: The expert spec of the request's guided segments (None: no segment is guided).
     expert: str | None = None
+    #: An ``oracle:`` expert's answer as token ids (its ``Guide.target``) and the end-of-sequence id after it.
+    oracle_ids: tuple[list[int], int] | None = None
     segment: int = 0
     segment_start: int = 0
     finish_reason: str | None = None
@@ -380,6 +382,18 @@ class HFBackend:
             raise ArenaError(f"cannot load the guide's expert model {spec!r}: {error}") from error
         return self.add_expert(spec, cast(Any, loaded).to(self.device), tokenizer)
 
+    def _oracle_ids(self, request: GenerationRequest) -> tuple[list[int], int]:
+        """The token ids of the ``oracle:`` guide's answer (``Guide.target``) and the end-of-sequence id."""
+        targets = {s.guide.target for s in request.segments if s.guide is not None}
+        if len(targets) != 1 or None in targets:
+            raise ArenaError(
+                "an oracle: guide needs its answer (Guide.target), which the rollout engine fills from the scripted "
+                f"player; this request's guided segments carry {sorted(map(str, targets))}"
+            )
+        ids = list(self.tokenizer.encode(str(next(iter(targets))), add_special_tokens=False))
+        eos = next(iter(sorted(self.eos_ids)), self.pad_id)
+        return ids, int(eos)
+
     def add_expert(
         self, spec: str, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None = None
     ) -> PreTrainedModel:
@@ -442,7 +456,7 @@ class HFBackend:
         """``request.n`` completions per request, in order, all rows sampled in one batched loop."""
         for request in requests:
             spec = _request_expert(request)
-            if spec is not None:
+            if spec is not None and not spec.startswith(ORACLE_PREFIX):
                 self.expert(spec)  # load (and check) before any sampling starts
         rows: list[_Row] = []
         for position, request in enumerate(requests):
@@ -454,6 +468,8 @@ class HFBackend:
                     else derive_seed("hf-position", position, k)
                 )
                 row = _Row(request=request, prompt=prompt, key=row_key(seed), expert=_request_expert(request))
+                if row.expert is not None and row.expert.startswith(ORACLE_PREFIX):
+                    row.oracle_ids = self._oracle_ids(request)
                 while not row.is_last_segment and row.current.max_new_tokens == 0:
                     row.segment += 1  # a leading segment allowed zero tokens is skipped outright
                 rows.append(row)
@@ -485,6 +501,7 @@ class HFBackend:
         logits, cache, mask, next_position = _prefill(self.model, [r.prompt for r in rows], self.pad_id, device)
         active = list(range(len(rows)))
         experts = self._start_experts(rows)
+        guided = bool(experts) or any(row.oracle_ids is not None for row in rows)
         settings = self._settings([rows[i] for i in active], device)
         step = 0
         while True:
@@ -492,7 +509,7 @@ class HFBackend:
             tokens, logprobs = sample_tokens(logits, settings[0], settings[1], uniforms)
             policy_logp = sampling_logprobs(logits, settings[0], settings[1])
             entropy_list = entropy_of(policy_logp).tolist()
-            if experts:
+            if guided:
                 self._guided_draws(rows, active, experts, logits, policy_logp, settings, uniforms, tokens, logprobs)
             token_list = tokens.tolist()
             logprob_list = logprobs.tolist()
@@ -538,7 +555,7 @@ class HFBackend:
         device = self.device
         by_spec: dict[str, list[int]] = {}
         for i, row in enumerate(rows):
-            if row.expert is not None:
+            if row.expert is not None and row.oracle_ids is None:
                 by_spec.setdefault(row.expert, []).append(i)
         runs = []
         for spec, members in by_spec.items():
@@ -566,7 +583,12 @@ class HFBackend:
         where = {i: (run, k) for run in experts for k, i in enumerate(run.rows)}
         vocab = logits.shape[-1]
         expert_logits = torch.stack(
-            [_fit_width(where[active[j]][0].logits[where[active[j]][1]], vocab) for j in guided]
+            [
+                _oracle_logits(rows[active[j]], logits[j])
+                if rows[active[j]].oracle_ids is not None
+                else _fit_width(where[active[j]][0].logits[where[active[j]][1]], vocab)
+                for j in guided
+            ]
         )
         idx = torch.tensor(guided, dtype=torch.long, device=logits.device)
         expert_logp = sampling_logprobs(expert_logits, settings[0][idx], settings[1][idx])
@@ -666,6 +688,21 @@ def _request_expert(request: GenerationRequest) -> str | None:
     if any(segment.guide is not None and segment.temperature <= 0 for segment in request.segments):
         raise ArenaError("a guided segment needs a temperature > 0 (the mixture of two greedy choices is undefined)")
     return guides[0].expert
+
+
+def _oracle_logits(row: _Row, policy_logits: torch.Tensor) -> torch.Tensor:
+    """An ``oracle:`` expert's logits for ``row`` (see ``Guide``): a point mass on the next token of its answer
+    while the guided segment's tokens so far follow it, on end of sequence once the answer is complete, and the
+    policy's own logits once the row has left the answer (then ``p_mix`` is the policy's distribution)."""
+    assert row.oracle_ids is not None
+    target, eos = row.oracle_ids
+    written = row.tokens[row.segment_start :]
+    if written != target[: len(written)]:
+        return policy_logits.float()
+    nxt = target[len(written)] if len(written) < len(target) else eos
+    point = torch.full_like(policy_logits, -math.inf, dtype=torch.float32)
+    point[nxt] = 0.0
+    return point
 
 
 def _guided_ahead(row: _Row) -> bool:

@@ -17,7 +17,7 @@ and plugins, restored), on the same tasks and the same sampling seeds, so the tw
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -105,8 +105,26 @@ def summarize_tasks(trials: Sequence[TrialRecord], samples: int) -> dict[str, An
         "success_rate": float(np.mean([r["successes"] / r["samples"] for r in rows])),
         "mean_score": float(np.mean([r["mean_score"] for r in rows])),
         "distinct_outcomes_per_task": float(np.mean([r["distinct_outcomes"] for r in rows])),
+        "flags": detail_flags(t.final.details.get(next(iter(t.final.returns)), {}) for t in trials),
         "per_task": rows,
     }
+
+
+def detail_flags(details: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float | int]]:
+    """Every yes/no fact an arena reports in ``episode_details`` (a bool value; ``None`` where it does not apply),
+    as ``{key: {"rate": share true, "true": n, "of": trials where it applied}}``; a key never true or false in
+    any trial (always ``None``) is left out.
+
+    Generic on purpose: an arena states what its testbed measures (text_maze's ``note_before_chest``, SAFARI's
+    measure) and every pass@k report counts it, without the evaluation knowing the arena."""
+    counts: dict[str, list[int]] = {}
+    for detail in details:
+        for key, value in detail.items():
+            if isinstance(value, bool):
+                counts.setdefault(key, [0, 0])
+                counts[key][0] += int(value)
+                counts[key][1] += 1
+    return {key: {"rate": true / total, "true": true, "of": total} for key, (true, total) in sorted(counts.items())}
 
 
 def evaluate_tasks(
@@ -154,11 +172,15 @@ def evaluate_tasks(
 def format_passk(report: Mapping[str, Any]) -> str:
     """A few readable lines: who, where, pass@k, mean score, distinct outcomes."""
     passk = "  ".join(f"pass@{k} {v:.3f}" for k, v in report["pass_at_k"].items())
+    flags = "".join(
+        f"\n  {key} {flag['rate']:.3f} ({flag['true']} of {flag['of']})"
+        for key, flag in (report.get("flags") or {}).items()
+    )
     return (
         f"{report['seat']} on {report['arena']} {report['arena_kwargs'] or ''}: {report['tasks']} tasks × "
         f"{report['samples']} samples\n  {passk}\n  mean score {report['mean_score']:.3f}, "
         f"success rate {report['success_rate']:.3f}, distinct outcomes per task "
-        f"{report['distinct_outcomes_per_task']:.2f}"
+        f"{report['distinct_outcomes_per_task']:.2f}{flags}"
     )
 
 

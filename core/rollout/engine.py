@@ -77,6 +77,8 @@ class _TrialState:
     seats: list[_Seat]
     episodes: list[EpisodeRecord] = attrs.field(factory=list)
     reflections: list[Reflection] = attrs.field(factory=list)
+    #: Scripted players standing behind ``oracle:`` guides (``Guide``), one per (spec, seat), made on first use.
+    oracles: dict[tuple[str, int], Any] = attrs.field(factory=dict)
 
 
 def episode_outcomes(returns: dict[str, float], env: Any = None) -> dict[str, Outcome]:
@@ -489,6 +491,28 @@ class RolloutEngine:
         recompute_old = any(plan.recompute_old for plan in plans)
         return memories, [plan.instructions for plan in plans], segments, max_new_tokens, metas, recompute_old
 
+    def _oracle_targets(
+        self, state: _TrialState, seat: _Seat, view: SeatView, segments: tuple[Segment, ...]
+    ) -> tuple[Segment, ...]:
+        """Fill the ``target`` of every ``oracle:`` guide: the scripted player's move in this seat's state, as the
+        answer it would write (``<action>MOVE</action>``). The backend turns it into the oracle's point mass."""
+        if not any(s.guide is not None and s.guide.oracle is not None for s in segments):
+            return segments
+        filled = []
+        for segment in segments:
+            guide = segment.guide
+            if guide is None or guide.oracle is None:
+                filled.append(segment)
+                continue
+            key = (guide.oracle, seat.index)
+            if key not in state.oracles:
+                seed = derive_seed(state.spec.seed, state.spec.trial_id, "oracle", guide.oracle, seat.index)
+                state.oracles[key] = make_opponent(parse_seat(guide.oracle), state.spec.arena_id, seed=seed)
+            action = int(state.oracles[key].act(view))
+            target = f"<action>{state.adapter.action_name(view, action)}</action>"
+            filled.append(attrs.evolve(segment, guide=attrs.evolve(guide, target=target)))
+        return tuple(filled)
+
     async def _llm_decisions(
         self,
         state: _TrialState,
@@ -506,6 +530,10 @@ class RolloutEngine:
         # Free-text arenas (coding) parse the whole answer into an env action themselves.
         parse_answer = getattr(state.adapter, "parse_answer", None)
         plans = [self._plan(turn) for turn in turns]
+        plans = [
+            (mem, ins, self._oracle_targets(state, seat, view, segs), max_new, metas, recompute)
+            for (mem, ins, segs, max_new, metas, recompute), (_, seat, view) in zip(plans, llm, strict=True)
+        ]
         results: list[_Decision | None] = [None] * len(llm)
         notes = [""] * len(llm)
         attempts = [0] * len(llm)

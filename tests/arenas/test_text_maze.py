@@ -20,6 +20,7 @@ from arena.arenas.text_maze import (
     is_held_out,
     iter_layouts,
     layout_id_for,
+    note_before_chest,
     solve,
 )
 from arena.core.api.arena import SeatView
@@ -395,3 +396,80 @@ def test_trials_through_the_engine() -> None:
             details = episode.details["player_0"]
             assert details["task_id"] == generate_layout(layout_id_for(trial.spec.seed, "train"), "small").task_id
             assert len(episode.steps) <= 30
+
+
+# -- SAFARI's testbed: the explorer against the hindsight-biased demonstrator (issue 26) --------------------------
+
+
+def _demonstrate(size: str, seeds: range, **kwargs: bool) -> tuple[float, list[bool | None]]:
+    env = TextMazeEnv(split="train", size=size)
+    wins, orders = 0.0, []
+    for seed in seeds:
+        env.reset(seed=seed)
+        wins += solve(env, **kwargs)
+        orders.append(note_before_chest(env.state.milestones))
+    return wins / len(seeds), orders
+
+
+@pytest.mark.parametrize("size", ["small", "medium"])
+def test_the_explorer_reads_the_note_first_and_the_hindsight_demonstrator_never_does(size: str) -> None:
+    """The testbed's two demonstrators: both win every layout; only the explorer's lines show the note read
+    before a chest is opened. A student of the hindsight lines sees every chest choice made without the note."""
+    explorer_wins, explorer_orders = _demonstrate(size, range(120))
+    hindsight_wins, hindsight_orders = _demonstrate(size, range(120), hindsight=True)
+    assert explorer_wins == hindsight_wins == 1.0
+    assert explorer_orders == [True] * 120
+    assert hindsight_orders == [False] * 120
+
+
+def test_hindsight_lines_are_never_longer_than_the_explorers() -> None:
+    """It skips the walk to the note, so SAFARI's length penalty scores its lines at least as high."""
+    env = TextMazeEnv(split="train", size="small")
+    for seed in range(60):
+        env.reset(seed=seed)
+        solve(env)
+        explorer_steps = env.state.steps
+        env.reset(seed=seed)
+        solve(env, hindsight=True)
+        assert env.state.steps <= explorer_steps
+
+
+@pytest.mark.parametrize("size", ["small", "medium"])
+def test_the_note_blind_ceiling_is_one_chest_in_the_vault(size: str) -> None:
+    """The ceilings of the testbed by enumeration: a player that reaches the vault and opens one chest without the
+    note wins exactly one of the layout's chest choices (1/chests over the choices, any layout); reading the note
+    first wins them all. Checked by opening every chest from the state where the explorer reaches the vault."""
+    chests = SIZES[size].chests
+    env = TextMazeEnv(split="train", size=size)
+    for seed in range(40):
+        env.reset(seed=seed)
+        while env.state.room != env.layout.vault:
+            env.step(explorer_action(env, read_notes=False))
+        snapshot = env.get_state()
+        in_vault = [x for x, room in env.layout.containers.items() if room == env.layout.vault and x.endswith("chest")]
+        assert len(in_vault) == chests
+        won = []
+        for chest in in_vault:
+            env.set_state(snapshot)
+            env.step(ACTION_OF[f"open {chest}"])
+            won.append(env.state.trapped is None)
+        assert sum(won) == 1
+        assert note_before_chest(env.state.milestones) is False
+
+
+def test_note_before_chest_reads_the_order_of_milestones() -> None:
+    assert note_before_chest([]) is None
+    assert note_before_chest(["key:red", "note"]) is None
+    assert note_before_chest(["note", "door:red", "chest", "treasure"]) is True
+    assert note_before_chest(["door:red", "chest", "note"]) is False
+    assert note_before_chest(["door:red", "trap"]) is False
+
+
+def test_episode_details_carry_note_before_chest() -> None:
+    env = TextMazeEnv(split="train", size="small")
+    env.reset(seed=3)
+    solve(env)
+    assert env.arena_text_adapter.episode_details(view(env))["note_before_chest"] is True
+    env.reset(seed=3)
+    solve(env, hindsight=True)
+    assert env.arena_text_adapter.episode_details(view(env))["note_before_chest"] is False

@@ -9,7 +9,7 @@ import pytest
 
 from arena.core.api.backend import GenerationRequest
 from arena.core.api.errors import ArenaError
-from arena.core.eval.passk import evaluate_tasks, ks_for, pass_at_k
+from arena.core.eval.passk import detail_flags, evaluate_tasks, ks_for, pass_at_k
 from arena.core.host import catalog
 from tests.core.free_text_env import ARENA_ID, register_guess_arena
 from tests.core.helpers import scripted_pool
@@ -52,3 +52,15 @@ def test_evaluate_tasks_on_a_free_text_arena() -> None:
 def test_games_are_refused() -> None:
     with pytest.raises(ArenaError, match="single-agent"):
         evaluate_tasks("model:scripted", "kuhn_poker", {}, tasks=1, samples=1, progress=False)
+
+
+def test_detail_flags_count_the_yes_no_facts_an_arena_reports() -> None:
+    details = [
+        {"note_before_chest": True, "score": 1.0, "outcome_key": "note"},
+        {"note_before_chest": False, "score": 0.0},
+        {"note_before_chest": None, "score": 0.0},  # no chest opened: the fact does not apply
+        {"note_before_chest": True, "never": None},
+    ]
+    flags = detail_flags(details)
+    assert flags == {"note_before_chest": {"rate": pytest.approx(2 / 3), "true": 2, "of": 3}}
+    assert detail_flags([{"never": None}]) == {}
