@@ -1119,7 +1119,11 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         )
     for label, report in (summary.get("eval") or {}).items():
         parts = [f"{k} {v}" for k, v in report.items() if k != "flags"]
-        parts += [f"{k} {f['rate']:.3f} ({f['true']} of {f['of']})" for k, f in (report.get("flags") or {}).items()]
+        parts += [
+            f"{k} {f['rate']:.3f} ({f['true']} of {f['of']}; won {f.get('win_if_true', float('nan')):.3f} where "
+            f"true, {f.get('win_if_false', float('nan')):.3f} where false)"
+            for k, f in (report.get("flags") or {}).items()
+        ]
         lines.append(f"eval {label}: " + ", ".join(parts))
     return "\n".join(lines)
 

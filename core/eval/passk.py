@@ -105,26 +105,46 @@ def summarize_tasks(trials: Sequence[TrialRecord], samples: int) -> dict[str, An
         "success_rate": float(np.mean([r["successes"] / r["samples"] for r in rows])),
         "mean_score": float(np.mean([r["mean_score"] for r in rows])),
         "distinct_outcomes_per_task": float(np.mean([r["distinct_outcomes"] for r in rows])),
-        "flags": detail_flags(t.final.details.get(next(iter(t.final.returns)), {}) for t in trials),
+        "flags": detail_flags(
+            (t.final.details.get(agent, {}), t.final.outcomes[agent] == "win")
+            for t in trials
+            for agent in list(t.final.returns)[:1]
+        ),
         "per_task": rows,
     }
 
 
-def detail_flags(details: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float | int]]:
+def detail_flags(details: Iterable[tuple[Mapping[str, Any], bool]]) -> dict[str, dict[str, float | int]]:
     """Every yes/no fact an arena reports in ``episode_details`` (a bool value; ``None`` where it does not apply),
-    as ``{key: {"rate": share true, "true": n, "of": trials where it applied}}``; a key never true or false in
-    any trial (always ``None``) is left out.
+    over (details, won) pairs: ``{key: {"rate": share true, "true": n, "of": trials where it applied,
+    "win_if_true": win rate where true, "win_if_false": where false}}`` (a win rate over no trial is NaN); a key
+    never true or false in any trial (always ``None``) is left out.
 
     Generic on purpose: an arena states what its testbed measures (text_maze's ``note_before_chest``, SAFARI's
-    measure) and every pass@k report counts it, without the evaluation knowing the arena."""
-    counts: dict[str, list[int]] = {}
-    for detail in details:
+    measure) and every pass@k report counts it, and whether it goes with winning, without the evaluation knowing
+    the arena."""
+    counts: dict[str, list[int]] = {}  # true, of, wins when true, wins when false
+    for detail, won in details:
         for key, value in detail.items():
             if isinstance(value, bool):
-                counts.setdefault(key, [0, 0])
-                counts[key][0] += int(value)
-                counts[key][1] += 1
-    return {key: {"rate": true / total, "true": true, "of": total} for key, (true, total) in sorted(counts.items())}
+                row = counts.setdefault(key, [0, 0, 0, 0])
+                row[0] += int(value)
+                row[1] += 1
+                row[2 if value else 3] += int(won)
+
+    def rate(wins: int, n: int) -> float:
+        return wins / n if n else float("nan")
+
+    return {
+        key: {
+            "rate": true / total,
+            "true": true,
+            "of": total,
+            "win_if_true": rate(wins_true, true),
+            "win_if_false": rate(wins_false, total - true),
+        }
+        for key, (true, total, wins_true, wins_false) in sorted(counts.items())
+    }
 
 
 def evaluate_tasks(
@@ -173,7 +193,8 @@ def format_passk(report: Mapping[str, Any]) -> str:
     """A few readable lines: who, where, pass@k, mean score, distinct outcomes."""
     passk = "  ".join(f"pass@{k} {v:.3f}" for k, v in report["pass_at_k"].items())
     flags = "".join(
-        f"\n  {key} {flag['rate']:.3f} ({flag['true']} of {flag['of']})"
+        f"\n  {key} {flag['rate']:.3f} ({flag['true']} of {flag['of']}; won {flag['win_if_true']:.3f} where true, "
+        f"{flag['win_if_false']:.3f} where false)"
         for key, flag in (report.get("flags") or {}).items()
     )
     return (

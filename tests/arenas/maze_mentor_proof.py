@@ -69,8 +69,10 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=8)
     args = parser.parse_args()
     methods = ("mentor", "grpo")
-    runs = {m: {int(p.name.rsplit("_s", 1)[1]): p for p in sorted(args.root.glob(f"{m}_s*")) if p.is_dir()}
-            for m in methods}  # fmt: skip
+    runs = {
+        m: {int(p.name.rsplit("_s", 1)[1]): p for p in sorted(args.root.glob(f"{m}_s[0-9]*")) if p.is_dir()}
+        for m in methods
+    }
     seeds = sorted(set(runs["mentor"]) & set(runs["grpo"]))
     print(f"seeds (paired): {seeds}")
     start = passk(runs["grpo"][seeds[0]], args.tasks, args.samples, initial=True)

@@ -10,7 +10,8 @@ sampling seeds, so seed s of the two arms is a pair. Per arm and stage: the shar
 in which the note was read first (``note_before_chest``, the testbed's measure), pass@1, pass@8 and how many
 episodes opened a chest; mean over seeds with a Student-t 95% interval, and the paired difference explorer −
 hindsight, and DPO − SFT within an arm. The starting model (``eval.base``, measured once) is read from any run that
-has it.
+has it. Where an episode opened a chest, the win rates with and without the note read first say whether the
+student acts on the note (``--recount`` re-evaluates runs made before those were counted).
 """
 
 from __future__ import annotations
@@ -31,14 +32,35 @@ def measures(report: dict[str, Any]) -> dict[str, float]:
     return {
         "note read before a chest": float(flag["rate"]),
         "episodes that opened a chest": float(flag["of"]),
+        "won, note read first": float(flag.get("win_if_true", float("nan"))),
+        "won, chest opened without the note": float(flag.get("win_if_false", float("nan"))),
         "pass@1": float(report["pass_at_k"]["1"]),
         "pass@8": float(report["pass_at_k"][max(report["pass_at_k"], key=int)]),
     }
 
 
+def recount(run: Path, arm: str, seed: int, summary: dict[str, Any]) -> None:
+    """Re-evaluate a run whose reports predate ``win_if_true`` (the same tasks and sampling seeds, so the same
+    episodes), to add how often an episode that read the note first was won; written back into its summary."""
+    from arena.core import load_config
+    from arena.plugins.safari import SafariConfig, evaluate_model, game_of
+
+    expert = "text_maze-explorer" + (":hindsight" if arm == "hindsight" else "")
+    config = load_config(
+        SafariConfig, "text_maze_safari", [f"expert={expert}", "eval.tasks=50", "eval.samples=8", f"seed={seed}"]
+    )
+    for stage in STAGES:
+        if "win_if_true" in summary["eval"][stage]["flags"].get("note_before_chest", {}):
+            continue
+        spec = f"model:{run / stage}"
+        summary["eval"][stage] = evaluate_model(spec, game_of(config), config.eval, config.trial)
+    (run / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path)
+    parser.add_argument("--recount", action="store_true", help="re-evaluate runs without win_if_true (slow)")
     args = parser.parse_args()
     runs: dict[str, dict[int, dict[str, Any]]] = {arm: {} for arm in ARMS}
     base = None
@@ -46,6 +68,8 @@ def main() -> None:
         for path in sorted(args.root.glob(f"{arm}_s*/summary.json")):
             summary = json.loads(path.read_text())
             seed = int(path.parent.name.rsplit("_s", 1)[1])
+            if args.recount:
+                recount(path.parent, arm, seed, summary)
             runs[arm][seed] = summary
             if "base" in summary.get("eval", {}):
                 base = measures(summary["eval"]["base"])

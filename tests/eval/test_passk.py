@@ -56,11 +56,15 @@ def test_games_are_refused() -> None:
 
 def test_detail_flags_count_the_yes_no_facts_an_arena_reports() -> None:
     details = [
-        {"note_before_chest": True, "score": 1.0, "outcome_key": "note"},
-        {"note_before_chest": False, "score": 0.0},
-        {"note_before_chest": None, "score": 0.0},  # no chest opened: the fact does not apply
-        {"note_before_chest": True, "never": None},
+        ({"note_before_chest": True, "score": 1.0, "outcome_key": "note"}, True),
+        ({"note_before_chest": False, "score": 0.0}, False),
+        ({"note_before_chest": None, "score": 0.0}, False),  # no chest opened: the fact does not apply
+        ({"note_before_chest": True, "never": None}, False),
     ]
     flags = detail_flags(details)
-    assert flags == {"note_before_chest": {"rate": pytest.approx(2 / 3), "true": 2, "of": 3}}
-    assert detail_flags([{"never": None}]) == {}
+    assert flags == {
+        "note_before_chest": {"rate": pytest.approx(2 / 3), "true": 2, "of": 3, "win_if_true": 0.5, "win_if_false": 0.0}
+    }
+    assert detail_flags([({"never": None}, True)]) == {}
+    only_true = detail_flags([({"flag": True}, True)])["flag"]
+    assert only_true["win_if_true"] == 1.0 and only_true["win_if_false"] != only_true["win_if_false"]  # NaN

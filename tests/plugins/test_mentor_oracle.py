@@ -143,7 +143,11 @@ def test_pass_at_k_reports_count_the_note_read_first(backend: HFBackend) -> None
         )
         for oracle in ("text_maze-explorer", "text_maze-explorer:hindsight")
     }  # fmt: skip
-    assert reports["text_maze-explorer"]["flags"]["note_before_chest"] == {"rate": 1.0, "true": 4, "of": 4}
-    assert reports["text_maze-explorer:hindsight"]["flags"]["note_before_chest"] == {"rate": 0.0, "true": 0, "of": 4}
+    explorer = reports["text_maze-explorer"]["flags"]["note_before_chest"]
+    hindsight = reports["text_maze-explorer:hindsight"]["flags"]["note_before_chest"]
+    assert (explorer["rate"], explorer["of"], explorer["win_if_true"]) == (1.0, 4, 1.0)
+    assert (hindsight["rate"], hindsight["of"], hindsight["win_if_false"]) == (0.0, 4, 1.0)
     assert all(r["success_rate"] == 1.0 for r in reports.values())
-    assert "note_before_chest 1.000 (4 of 4)" in format_passk(reports["text_maze-explorer"])
+    assert "note_before_chest 1.000 (4 of 4; won 1.000 where true, nan where false)" in format_passk(
+        reports["text_maze-explorer"]
+    )
