@@ -1,12 +1,16 @@
 """MENTOR's testbed in numbers (issue 26): MENTOR with the oracle expert against GRPO on `text_maze` medium.
 
-    python -m tests.arenas.maze_mentor_proof runs/maze_proof     # ROOT/{mentor,grpo}_s*: arena train --dump-rollouts
+    python -m tests.arenas.maze_mentor_proof runs/maze_proof     # ROOT/{mentor,grpo,mentor_self}_s*: arena train
+
+(every run with ``--dump-rollouts``; ``mentor_self`` is the ablation, ``learners.0.options.mentor.expert=model:tiny``:
+the guided half sampled from a mixture with the starting model itself, so everything but the expert's knowledge).
 
 Per run, from its rollout dumps: the success of on-policy and of guided rollouts by iteration, and the share of
 groups with a learning signal (a non-zero advantage on some sample). From its final checkpoint: pass@k on
 ``--tasks`` held-out layouts × ``--samples`` rollouts (``arena passk``'s measure, the run's trial settings; cached
 as RUN/passk.json), and from the first run the starting model the same way (``--initial``). Per method: mean over
-seeds with a Student-t 95% interval; MENTOR − GRPO paired by seed (the same held-out layouts and sampling seeds).
+seeds with a Student-t 95% interval; MENTOR − GRPO and MENTOR − ablation paired by seed (the same held-out layouts
+and sampling seeds).
 """
 
 from __future__ import annotations
@@ -68,7 +72,8 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=16)
     parser.add_argument("--samples", type=int, default=8)
     args = parser.parse_args()
-    methods = ("mentor", "grpo")
+    # mentor_self: the ablation, MENTOR whose expert is the starting model itself (guidance without knowledge)
+    methods = ("mentor", "grpo", "mentor_self")
     runs = {
         m: {int(p.name.rsplit("_s", 1)[1]): p for p in sorted(args.root.glob(f"{m}_s[0-9]*")) if p.is_dir()}
         for m in methods
@@ -80,7 +85,9 @@ def main() -> None:
     rows: dict[str, dict[str, list[float]]] = {m: defaultdict(list) for m in methods}
     for method in methods:
         for seed in seeds:
-            run = runs[method][seed]
+            run = runs[method].get(seed)
+            if run is None:
+                continue
             rates = rollout_rates(run)
             report = passk(run, args.tasks, args.samples)
             print(f"{method} s{seed}: {json.dumps(rates)}; held-out pass@k {report['pass_at_k']}")
@@ -91,11 +98,13 @@ def main() -> None:
                 rows[method][f"held-out pass@{k}"].append(float(value))
     print()
     for key in rows["mentor"]:
-        mentor, grpo = rows["mentor"][key], rows["grpo"].get(key, [])
+        mentor = rows["mentor"][key]
         line = f"{key}: MENTOR {fmt(mentor)}"
-        if len(grpo) == len(mentor) and not any(v != v for v in grpo + mentor):
-            diff = [a - b for a, b in zip(mentor, grpo, strict=True)]
-            line += f"; GRPO {fmt(grpo)}; MENTOR − GRPO {fmt(diff, signed=True)}"
+        for other, label in (("grpo", "GRPO"), ("mentor_self", "MENTOR, expert = itself")):
+            values = rows[other].get(key, [])
+            if len(values) == len(mentor) and not any(v != v for v in values + mentor):
+                diff = [a - b for a, b in zip(mentor, values, strict=True)]
+                line += f"; {label} {fmt(values)}; MENTOR − {label} {fmt(diff, signed=True)}"
         print(line)
 
 

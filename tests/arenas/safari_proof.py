@@ -40,8 +40,8 @@ def measures(report: dict[str, Any]) -> dict[str, float]:
 
 
 def recount(run: Path, arm: str, seed: int, summary: dict[str, Any]) -> None:
-    """Re-evaluate a run whose reports predate ``win_if_true`` (the same tasks and sampling seeds, so the same
-    episodes), to add how often an episode that read the note first was won; written back into its summary."""
+    """Re-evaluate the SFT model of a run whose reports predate ``win_if_true`` (the same tasks and sampling seeds,
+    so the same episodes), to add how often an episode that read the note first was won; written back."""
     from arena.core import load_config
     from arena.plugins.safari import SafariConfig, evaluate_model, game_of
 
@@ -49,7 +49,7 @@ def recount(run: Path, arm: str, seed: int, summary: dict[str, Any]) -> None:
     config = load_config(
         SafariConfig, "text_maze_safari", [f"expert={expert}", "eval.tasks=50", "eval.samples=8", f"seed={seed}"]
     )
-    for stage in STAGES:
+    for stage in ("sft",):  # the DPO models' reports keep their old form (it takes as long again)
         if "win_if_true" in summary["eval"][stage]["flags"].get("note_before_chest", {}):
             continue
         spec = f"model:{run / stage}"
