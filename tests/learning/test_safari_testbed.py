@@ -26,15 +26,18 @@ TRIAL = TrialConfig(
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_explorer_data_reads_the_note_first_and_hindsight_data_does_not(tmp_path: Path, model_cache: None) -> None:
-    """Measured (2026-12-06, tiny v8, 12 data tasks, one SFT epoch, 12 held-out layouts × 4): see the bars below
-    against what the full runs measured (docs/results.md: 0.90 against 0.0x after the configs' SFT)."""
+    """Measured (2026-12-06, tiny v8, 16 data tasks, 2 SFT epochs, 12 held-out layouts × 4, 75-150 s): the note
+    read first before 30 of 30 chests on the explorer's data, 10 of 37 on the hindsight data (the full runs,
+    docs/results.md "SAFARI's testbed": 0.91 against 0.18 over 3 seeds, per seed 0.13-0.27 on the hindsight side).
+    Bars: above 0.7 against below 0.45, 0.4 apart. At one epoch on 12 tasks the hindsight student still read first
+    0.61 of the time: too short a budget to unlearn `tiny`'s habits, so the test uses two."""
     game = Game("text_maze", {"size": "small", "split": "train"}, 0, [])
     rates = {}
     for expert in ("text_maze-explorer", "text_maze-explorer:hindsight"):
         out = tmp_path / expert.replace(":", "_")
-        data = build_data(game, make_policy(expert, game), list(range(12)), DataOptions(), out / "data")
+        data = build_data(game, make_policy(expert, game), list(range(16)), DataOptions(), out / "data")
         assert data["examples"] > 0
-        run_sft(out / "data" / "sft.jsonl", "model:tiny", out / "sft", SFTSettings(epochs=1, lr=1e-4), progress=False)
+        run_sft(out / "data" / "sft.jsonl", "model:tiny", out / "sft", SFTSettings(epochs=2, lr=1e-4), progress=False)
         report = evaluate_model(
             f"model:{out / 'sft'}", game, EvalOptions(tasks=12, samples=4, arena_kwargs={"split": "test"}), TRIAL
         )
@@ -42,6 +45,6 @@ def test_explorer_data_reads_the_note_first_and_hindsight_data_does_not(tmp_path
     print(json.dumps(rates))
     explorer, hindsight = rates["text_maze-explorer"], rates["text_maze-explorer:hindsight"]
     assert explorer["of"] >= 10 and hindsight["of"] >= 10  # both students open chests
-    assert explorer["rate"] > 0.6
-    assert hindsight["rate"] < 0.35
+    assert explorer["rate"] > 0.7
+    assert hindsight["rate"] < 0.45
     assert explorer["rate"] > hindsight["rate"] + 0.4
