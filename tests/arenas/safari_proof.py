@@ -5,13 +5,14 @@
 Each run is ``arena safari run text_maze_safari`` with ``expert=text_maze-explorer`` (SAFARI: exploratory data,
 the note read before a chest is opened) or ``expert=text_maze-explorer:hindsight`` (the ablation: a demonstrator
 told the chest, which never reads the note), at one seed: the data tasks, the pair tasks, the SFT and DPO order
-(``runs/safari_proof/run.sh``). Every run evaluates its SFT and DPO models on the same held-out layouts and
-sampling seeds, so seed s of the two arms is a pair. Per arm and stage: the share of episodes that opened a chest
-in which the note was read first (``note_before_chest``, the testbed's measure), pass@1, pass@8 and how many
-episodes opened a chest; mean over seeds with a Student-t 95% interval, and the paired difference explorer −
-hindsight, and DPO − SFT within an arm. The starting model (``eval.base``, measured once) is read from any run that
-has it. Where an episode opened a chest, the win rates with and without the note read first say whether the
-student acts on the note (``--recount`` re-evaluates runs made before those were counted).
+(docs/results.md, "SAFARI's testbed", has the loop). Every run evaluates its SFT and DPO models on the same
+held-out layouts and sampling seeds, so seed s of the two arms is a pair. Per arm and stage: the share of
+episodes that opened a chest in which the note was read first (``note_before_chest``, the testbed's measure),
+pass@1, pass@8 and how many episodes opened a chest; mean over seeds with a Student-t 95% interval, and the
+paired difference explorer − hindsight, and DPO − SFT within an arm. The starting model (``eval.base``, measured
+once) is read from any run that has it. Where an episode opened a chest, the win rates with and without the note
+read first say whether the student acts on the note (``--recount`` re-evaluates runs made before those were
+counted).
 """
 
 from __future__ import annotations
