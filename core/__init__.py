@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from arena.core.config.loader import load_config
     from arena.core.config.plugin_settings import read_settings
     from arena.core.config.trial import InvalidActionConfig, PromptConfig, TrialConfig
-    from arena.core.eval.passk import evaluate_tasks
+    from arena.core.eval.passk import evaluate_tasks, format_flag
     from arena.core.host.catalog import api_kind, make_arena
     from arena.core.host.plugins import PluginSet
     from arena.core.learn.advantages import group_members, group_normalized
@@ -158,6 +158,7 @@ _EXPORTS: dict[str, str] = {
     "LossInputs": "arena.core.learn.trainer",
     "register_loss": "arena.core.learn.trainer",
     "evaluate_tasks": "arena.core.eval.passk",
+    "format_flag": "arena.core.eval.passk",
     "sentence_embedder": "arena.core.models.embeddings",
     "ArenaSnapshot": "arena.core.rollout.arena_state",
     "restore": "arena.core.rollout.arena_state",
@@ -228,6 +229,7 @@ __all__ = [
     "derive_seed",
     "episode_outcomes",
     "evaluate_tasks",
+    "format_flag",
     "group_members",
     "group_normalized",
     "group_score",

@@ -1117,13 +1117,11 @@ def format_summary(summary: Mapping[str, Any]) -> str:
             f"dpo: {q['pairs']} pairs, {q['steps']} steps, loss {q['loss_first_epoch']} → {q['loss_last_epoch']}, "
             f"reward accuracy {q['reward_accuracy_last_epoch']}; {q['seconds']:.1f}s"
         )
+    from arena.core import format_flag
+
     for label, report in (summary.get("eval") or {}).items():
         parts = [f"{k} {v}" for k, v in report.items() if k != "flags"]
-        parts += [
-            f"{k} {f['rate']:.3f} ({f['true']} of {f['of']}; won {f.get('win_if_true', float('nan')):.3f} where "
-            f"true, {f.get('win_if_false', float('nan')):.3f} where false)"
-            for k, f in (report.get("flags") or {}).items()
-        ]
+        parts += [format_flag(k, f) for k, f in (report.get("flags") or {}).items()]
         lines.append(f"eval {label}: " + ", ".join(parts))
     return "\n".join(lines)
 

@@ -391,8 +391,7 @@ class HFBackend:
                 f"player; this request's guided segments carry {sorted(map(str, targets))}"
             )
         ids = list(self.tokenizer.encode(str(next(iter(targets))), add_special_tokens=False))
-        eos = next(iter(sorted(self.eos_ids)), self.pad_id)
-        return ids, int(eos)
+        return ids, int(min(self.eos_ids, default=self.pad_id))
 
     def add_expert(
         self, spec: str, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None = None

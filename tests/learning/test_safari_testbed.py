@@ -26,8 +26,9 @@ TRIAL = TrialConfig(
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_explorer_data_reads_the_note_first_and_hindsight_data_does_not(tmp_path: Path, model_cache: None) -> None:
-    """Measured (2026-12-06, tiny v8, 16 data tasks, 2 SFT epochs, 12 held-out layouts × 4, 75-150 s): the note
-    read first before 30 of 30 chests on the explorer's data, 10 of 37 on the hindsight data (the full runs,
+    """Measured (2026-12-06, tiny v8, 16 data tasks, 2 SFT epochs, 12 held-out layouts × 4; 55 s in make test, 150 s
+    beside another job): the note read first before 30 of 30 chests on the explorer's data, 10 of 37 on the
+    hindsight data (the full runs,
     docs/results.md "SAFARI's testbed": 0.91 against 0.18 over 3 seeds, per seed 0.13-0.27 on the hindsight side).
     Bars: above 0.7 against below 0.45, 0.4 apart. At one epoch on 12 tasks the hindsight student still read first
     0.61 of the time: too short a budget to unlearn `tiny`'s habits, so the test uses two."""
