@@ -12,6 +12,10 @@ and split by a hash of the id like the coding arena's (about 20 % held out as ``
 ``tasks[s % len(tasks)]`` of the chosen split (and tiers / task ids, in generation order); ``options={"task_id":
 ...}`` picks a task by id; with no seed a fixed-seed RNG picks. ``reference_answer(task)`` builds a response that
 meets every constraint of a task (the tests use it to prove every generated task is satisfiable).
+
+``kinds=[...]`` swaps the tiers for one-constraint task sets of those kinds (``kind_tasks``: 100 per kind, ids
+``{kind}.{k:03d}``, interleaved kind by kind): HeRL's and GOLF's testbed (docs/testbeds.md) trains on the kinds a
+model fails on the first try and meets once its revision is told what it missed.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ __all__ = [
     "critique",
     "evaluate",
     "generate_tasks",
+    "kind_tasks",
     "reference_answer",
     "split_of",
     "task_by_id",
@@ -294,14 +299,15 @@ def _limit(rng: random.Random, measured: int, options: Sequence[int], margin: in
     return rng.choice(fitting) if fitting else -(-(measured + margin) // 10) * 10
 
 
-def _draw_task(task_id: str, tier: int, rng: random.Random) -> InstructTask:
+def _draw_task(task_id: str, tier: int, rng: random.Random, only: str | None = None) -> InstructTask:
+    """A task of ``tier`` constraints drawn from ``rng``; ``only`` fixes the kind of a one-constraint task."""
     genre, _noun = GENRES[rng.randrange(len(GENRES))]
     topic, topic_keywords = TOPICS[rng.randrange(len(TOPICS))]
     keywords = list(topic_keywords)
     kinds: list[str] = []
     constraints: list[Constraint] = []
     while len(constraints) < tier:
-        options = [k for k in KINDS if compatible(kinds, k)]
+        options = [only] if only is not None else [k for k in KINDS if compatible(kinds, k)]
         if not keywords:
             options = [k for k in options if k not in ("include_keyword", "keyword_frequency")]
         kind = rng.choice(options)
@@ -345,29 +351,64 @@ def all_tasks() -> tuple[InstructTask, ...]:
     return generate_tasks()
 
 
+@functools.cache
+def kind_tasks(kind: str) -> tuple[InstructTask, ...]:
+    """``TASKS_PER_TIER`` one-constraint tasks whose constraint is of ``kind``: ids ``{kind}.{k:03d}``, each drawn
+    like the tiers' tasks from ``random.Random`` seeded with its id, split by the same hash (about 20 % held out).
+    A set of its own, apart from the tiers: the testbed of HeRL and GOLF (issue 26) trains on the kinds a model
+    fails on the first try and fixes once told what it missed, and the tiers hold only a few tasks of each kind."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown constraint kind {kind!r}; kinds: {', '.join(sorted(KINDS))}")
+    tasks: list[InstructTask] = []
+    seen: set[str] = set()
+    for k in range(TASKS_PER_TIER):
+        task_id = f"{kind}.{k:03d}"
+        rng = random.Random(f"instruct:{task_id}")
+        task = _draw_task(task_id, 1, rng, only=kind)
+        while task.prompt() in seen:
+            task = _draw_task(task_id, 1, rng, only=kind)
+        seen.add(task.prompt())
+        tasks.append(task)
+    return tuple(tasks)
+
+
 def task_by_id(task_id: str) -> InstructTask:
-    for task in all_tasks():
+    """A task of the tiers (``t1.000``) or of a kind's set (``json.007``)."""
+    kind = task_id.rpartition(".")[0]
+    for task in kind_tasks(kind) if kind in KINDS else all_tasks():
         if task.task_id == task_id:
             return task
     raise KeyError(f"no instruct task {task_id!r}")
 
 
 def tasks_for(
-    split: str = "train", tiers: Iterable[int] | None = None, task_ids: Iterable[str] | None = None
+    split: str = "train",
+    tiers: Iterable[int] | None = None,
+    task_ids: Iterable[str] | None = None,
+    kinds: Sequence[str] | None = None,
 ) -> list[InstructTask]:
     """The tasks of ``split`` (``train``, ``test`` or ``all``), optionally only ``tiers`` and ``task_ids``, in
-    generation order."""
+    generation order. With ``kinds``, the kinds' own one-constraint sets (``kind_tasks``) instead of the tiers,
+    interleaved (the first task of each kind, then the second, ...), so that any prefix (a run's ``task_pool``)
+    holds the kinds in turn."""
     if split not in ("train", "test", "all"):
         raise ValueError(f"split must be 'train', 'test' or 'all', got {split!r}")
+    if kinds is not None:
+        if not kinds:
+            raise ValueError("kinds must name at least one constraint kind")
+        sets = [kind_tasks(kind) for kind in kinds]
+        pool = [task for row in zip(*sets, strict=True) for task in row]
+    else:
+        pool = list(all_tasks())
     wanted_tiers = None if tiers is None else set(tiers)
     wanted_ids = None if task_ids is None else set(task_ids)
     if wanted_ids is not None:
-        unknown = wanted_ids - {t.task_id for t in all_tasks()}
+        unknown = wanted_ids - {t.task_id for t in pool}
         if unknown:
             raise ValueError(f"unknown instruct task ids: {sorted(unknown)}")
     return [
         t
-        for t in all_tasks()
+        for t in pool
         if (split == "all" or t.split == split)
         and (wanted_tiers is None or t.tier in wanted_tiers)
         and (wanted_ids is None or t.task_id in wanted_ids)
@@ -414,18 +455,23 @@ class InstructEnv(SingleTaskTextEnv[InstructTask]):
         split: str = "train",
         task_ids: Iterable[str] | None = None,
         tiers: Iterable[int] | int | None = None,
+        kinds: Iterable[str] | str | None = None,
     ) -> None:
         self.split = split
         self.tiers = None if tiers is None else tuple(int(t) for t in ([tiers] if isinstance(tiers, int) else tiers))
         self.task_ids = None if task_ids is None else tuple(str(t) for t in task_ids)
+        self.kinds = None if kinds is None else tuple([kinds] if isinstance(kinds, str) else kinds)
         self.response: str | None = None
         self.satisfied: tuple[bool, ...] | None = None
         super().__init__(
-            tasks_for(split, self.tiers, self.task_ids),
+            tasks_for(split, self.tiers, self.task_ids, self.kinds),
             counter_high=1,
             max_text=MAX_RESPONSE_CHARS,
             adapter=InstructAdapter(),
-            no_tasks=f"no instruct tasks in split {split!r} with tiers {self.tiers} and ids {self.task_ids}",
+            no_tasks=(
+                f"no instruct tasks in split {split!r} with tiers {self.tiers}, ids {self.task_ids}"
+                f" and kinds {self.kinds}"
+            ),
         )
 
     @property

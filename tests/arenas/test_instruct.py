@@ -29,6 +29,7 @@ from arena.arenas.instruct import (
     critique,
     evaluate,
     generate_tasks,
+    kind_tasks,
     reference_answer,
     split_of,
     task_by_id,
@@ -245,6 +246,42 @@ def test_same_tasks_in_another_process_and_hash_seed() -> None:
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", _DIGEST], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == here == "6a69bffe25b89ed4a54ac9912a3959bdec79b7cfc57510d2e4ad8640a99c0307"
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_kind_sets_hold_one_satisfiable_constraint_of_their_kind(kind: str) -> None:
+    tasks = kind_tasks(kind)
+    assert [t.task_id for t in tasks] == [f"{kind}.{k:03d}" for k in range(100)]
+    assert all(t.tier == 1 and [c.kind for c in t.constraints] == [kind] for t in tasks)
+    assert len({t.prompt() for t in tasks}) == 100
+    assert all(all(evaluate(t, reference_answer(t))) for t in tasks)
+    assert 8 <= sum(t.split == "test" for t in tasks) <= 32
+    assert task_by_id(f"{kind}.042") == tasks[42]
+
+
+def test_kinds_interleave_and_leave_the_tiers_alone() -> None:
+    kinds = ["json", "title", "postscript"]
+    every = tasks_for("all", kinds=kinds)
+    assert [t.task_id for t in every[:6]] == [
+        "json.000",
+        "title.000",
+        "postscript.000",
+        "json.001",
+        "title.001",
+        "postscript.001",
+    ]
+    train, test = tasks_for("train", kinds=kinds), tasks_for("test", kinds=kinds)
+    assert len(train) + len(test) == 300 and not {t.task_id for t in train} & {t.task_id for t in test}
+    assert {c.kind for t in every for c in t.constraints} == set(kinds)
+    assert tasks_for("all") == list(TASKS)  # the tiers' tasks (and every recorded id) are unchanged
+    env = InstructEnv(split="test", kinds="json")
+    assert {t.task_id for t in env.tasks} == {t.task_id for t in kind_tasks("json") if t.split == "test"}
+    with pytest.raises(ValueError, match="unknown constraint kind"):
+        tasks_for("train", kinds=["haiku"])
+    with pytest.raises(ValueError, match="at least one"):
+        tasks_for("train", kinds=[])
+    with pytest.raises(KeyError):
+        task_by_id("json.100")
 
 
 def test_split_is_a_stable_hash_of_the_id() -> None:

@@ -1,0 +1,131 @@
+"""HeRL's and GOLF's testbed before training (issue 26): per constraint kind, how often a model meets a one-constraint
+instruction on the first try, and how often its revision meets it once HeRL's hindsight prompt names what the
+draft missed, against the naive revision prompt (HeRL's ablation) that names nothing.
+
+    python -m tests.arenas.instruct_revision_probe runs/instruct_probe/smol --model model:smollm2-135m-instruct \
+        --drafts 4
+
+Plays every tier-1 instruction (one constraint; ``split: all``, 100 tasks) ``--drafts`` times with the
+``instruct_herl`` config's sampling (T 1.0, 128 tokens), turns each draft into the trainer's ``Sample`` and asks
+the same policy for one revision of every draft that failed, with HeRL's own prompt (``plugins.herl.hindsight_prompt``)
+at HeRL's T 0.3, and once more with the naive prompt. Every answer is scored by the arena's checker. Prints a table
+by kind (drafts, first-try pass, failed drafts, pass after the hindsight revision, after the naive one) and writes
+``probe.json`` with every draft and revision. ``--show`` prints the table of an earlier run again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from arena.arenas.instruct import evaluate, task_by_id
+from arena.core.api.augment import system_messages
+from arena.core.api.backend import ChatMessage, GenerationRequest, Segment
+from arena.core.api.seeding import derive_seed
+from arena.core.config.loader import load_config
+from arena.core.eval.passk import task_specs
+from arena.core.host.plugins import PluginSet
+from arena.core.learn.experience import trial_samples
+from arena.core.learn.run_config import TrainConfig
+from arena.core.rollout.engine import RolloutEngine
+from arena.core.rollout.seats import BackendPool, parse_seat
+from arena.plugins.herl import hindsight_prompt
+
+TASKS = 100  # tier 1 of split "all": every one-constraint instruction, train and held out
+
+
+def measure(model: str, drafts: int, tasks: int) -> list[dict[str, Any]]:
+    config = load_config(TrainConfig, "instruct_herl")
+    herl = config.learners[0].options["herl"]
+    trial = attrs.evolve(config.trial, early_stop_on_win=False, episodes=1)
+    pool = BackendPool()
+    engine = RolloutEngine(PluginSet([]), trial, backends=pool)
+    specs = task_specs(model, "instruct", {"split": "all", "tiers": [1]}, range(tasks), drafts)
+    print(f"playing {len(specs)} drafts ...", flush=True)
+    samples = [s for t in engine.run(specs) for s in trial_samples(t, "writer", (model,))]
+    rows: list[dict[str, Any]] = []
+    for sample in samples:
+        details = sample.meta["details"]
+        task = task_by_id(details["task_id"])
+        rows.append(
+            {
+                "task_id": task.task_id,
+                "split": task.split,
+                "kind": task.constraints[0].kind,
+                "draft": sample.completion_text,
+                "draft_pass": bool(all(evaluate(task, sample.completion_text.strip()))),
+            }
+        )
+    failed = [i for i, row in enumerate(rows) if not row["draft_pass"]]
+    backend = pool.get(parse_seat(model))
+    budget = config.trial.prompt.max_new_tokens
+    for naive in (False, True):
+        name = "naive" if naive else "hindsight"
+        print(f"revising {len(failed)} failed drafts with the {name} prompt ...", flush=True)
+        requests = [
+            GenerationRequest(
+                messages=(
+                    *system_messages(samples[i]),
+                    ChatMessage("user", hindsight_prompt(samples[i], naive=naive)),
+                ),
+                segments=(Segment(temperature=float(herl["temperature"])),),
+                max_new_tokens=budget,
+                seed=derive_seed("instruct_revision_probe", samples[i].trial_id, name),
+                purpose="herl_revision",
+            )
+            for i in failed
+        ]
+        for i, completions in zip(failed, backend.generate(requests), strict=True):
+            text = completions[0].text
+            rows[i][name] = text
+            rows[i][f"{name}_pass"] = bool(all(evaluate(task_by_id(rows[i]["task_id"]), text.strip())))
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    by_kind: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    for row in rows:
+        by_kind[row["kind"]].append(row)
+    lines = [
+        "| kind | drafts | first try passed | failed drafts | revision passed: hindsight | naive |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+
+    def line(name: str, group: list[dict[str, Any]]) -> str:
+        failed = [r for r in group if not r["draft_pass"]]
+        first = sum(r["draft_pass"] for r in group) / len(group)
+        hind = sum(r["hindsight_pass"] for r in failed) / len(failed) if failed else float("nan")
+        naive = sum(r["naive_pass"] for r in failed) / len(failed) if failed else float("nan")
+        return f"| {name} | {len(group)} | {first:.3f} | {len(failed)} | {hind:.3f} | {naive:.3f} |"
+
+    for kind in sorted(by_kind, key=lambda k: sum(r["draft_pass"] for r in by_kind[k]) / len(by_kind[k])):
+        lines.append(line(kind, by_kind[kind]))
+    lines.append(line("all", rows))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--model", default="model:smollm2-135m-instruct")
+    parser.add_argument("--drafts", type=int, default=4)
+    parser.add_argument("--tasks", type=int, default=TASKS)
+    parser.add_argument("--show", action="store_true", help="print the table of an earlier run")
+    args = parser.parse_args()
+    path = args.out / "probe.json"
+    if args.show:
+        rows = json.loads(path.read_text())["rows"]
+    else:
+        rows = measure(args.model, args.drafts, args.tasks)
+        args.out.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"model": args.model, "drafts": args.drafts, "rows": rows}, indent=1))
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
