@@ -4,13 +4,16 @@ draft missed, against the naive revision prompt (HeRL's ablation) that names not
 
     python -m tests.arenas.instruct_revision_probe runs/instruct_probe/smol --model model:smollm2-135m-instruct \
         --drafts 4
+    python -m tests.arenas.instruct_revision_probe runs/instruct_probe/revise --model model:smollm2-revise \
+        --kinds lowercase,uppercase,quotes,end_with --split test --drafts 1
 
 Plays every tier-1 instruction (one constraint; ``split: all``, 100 tasks) ``--drafts`` times with the
 ``instruct_herl`` config's sampling (T 1.0, 128 tokens), turns each draft into the trainer's ``Sample`` and asks
 the same policy for one revision of every draft that failed, with HeRL's own prompt (``plugins.herl.hindsight_prompt``)
 at HeRL's T 0.3, and once more with the naive prompt. Every answer is scored by the arena's checker. Prints a table
 by kind (drafts, first-try pass, failed drafts, pass after the hindsight revision, after the naive one) and writes
-``probe.json`` with every draft and revision. ``--show`` prints the table of an earlier run again.
+``probe.json`` with every draft and revision. ``--kinds`` plays the kinds' own task sets (``kind_tasks``) of
+``--split`` instead of tier 1, every task once per draft. ``--show`` prints the table of an earlier run again.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from arena.arenas.instruct import evaluate, task_by_id
+from arena.arenas.instruct import evaluate, task_by_id, tasks_for
 from arena.core.api.augment import system_messages
 from arena.core.api.backend import ChatMessage, GenerationRequest, Segment
 from arena.core.api.seeding import derive_seed
@@ -36,16 +39,23 @@ from arena.core.rollout.engine import RolloutEngine
 from arena.core.rollout.seats import BackendPool, parse_seat
 from arena.plugins.herl import hindsight_prompt
 
-TASKS = 100  # tier 1 of split "all": every one-constraint instruction, train and held out
+TASKS = 100  # tier 1 of split "all": every one-constraint instruction of the tiers, train and held out
 
 
-def measure(model: str, drafts: int, tasks: int) -> list[dict[str, Any]]:
+def measure(
+    model: str, drafts: int, tasks: int, kinds: list[str] | None = None, split: str = "all"
+) -> list[dict[str, Any]]:
     config = load_config(TrainConfig, "instruct_herl")
     herl = config.learners[0].options["herl"]
     trial = attrs.evolve(config.trial, early_stop_on_win=False, episodes=1)
     pool = BackendPool()
     engine = RolloutEngine(PluginSet([]), trial, backends=pool)
-    specs = task_specs(model, "instruct", {"split": "all", "tiers": [1]}, range(tasks), drafts)
+    if kinds:
+        kwargs: dict[str, Any] = {"split": split, "kinds": kinds}
+        tasks = len(tasks_for(split, kinds=kinds))
+    else:
+        kwargs = {"split": split, "tiers": [1]}
+    specs = task_specs(model, "instruct", kwargs, range(tasks), drafts)
     print(f"playing {len(specs)} drafts ...", flush=True)
     samples = [s for t in engine.run(specs) for s in trial_samples(t, "writer", (model,))]
     rows: list[dict[str, Any]] = []
@@ -114,14 +124,17 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--model", default="model:smollm2-135m-instruct")
     parser.add_argument("--drafts", type=int, default=4)
-    parser.add_argument("--tasks", type=int, default=TASKS)
+    parser.add_argument("--tasks", type=int, default=TASKS, help="tier-1 tasks (without --kinds)")
+    parser.add_argument("--kinds", default="", help="comma-separated constraint kinds: their kind sets")
+    parser.add_argument("--split", default="all", help="train, test or all")
     parser.add_argument("--show", action="store_true", help="print the table of an earlier run")
     args = parser.parse_args()
     path = args.out / "probe.json"
     if args.show:
         rows = json.loads(path.read_text())["rows"]
     else:
-        rows = measure(args.model, args.drafts, args.tasks)
+        kinds = [k for k in args.kinds.split(",") if k] or None
+        rows = measure(args.model, args.drafts, args.tasks, kinds, args.split)
         args.out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"model": args.model, "drafts": args.drafts, "rows": rows}, indent=1))
     print(table(rows))

@@ -486,3 +486,24 @@ def test_trials_through_the_rollout_engine() -> None:
         prompt = step.prompt[-1].content
         assert task.prompt() in prompt and "Legal moves:" not in prompt
         assert prompt.rstrip().endswith("Reply with the response only.")
+
+
+def test_revise_configs_are_twins_on_the_kind_sets() -> None:
+    """HeRL's testbed (docs/testbeds.md section 8): the HeRL config and its GRPO twin differ only in the method."""
+    import attrs
+
+    from arena.core.config.loader import load_config
+    from arena.core.learn.run_config import TrainConfig
+    from arena.core.models.smol.revise import KINDS
+
+    herl, grpo = (load_config(TrainConfig, f"instruct_revise_{m}") for m in ("herl", "grpo"))
+    assert herl.arena_kwargs == grpo.arena_kwargs == {"split": "train", "kinds": list(KINDS)}
+    assert herl.eval.arena_kwargs == {"split": "test", "kinds": list(KINDS)}
+    assert herl.eval.games == len(tasks_for("test", kinds=KINDS))
+    assert herl.learners[0].plugins == ["herl", "grpo"] and grpo.learners[0].plugins == ["grpo"]
+    assert herl.learners[0].model == grpo.learners[0].model == "smollm2-revise"
+    for a, b in ((herl, grpo), (herl.learners[0], grpo.learners[0])):
+        left, right = attrs.asdict(a), attrs.asdict(b)
+        for key in ("learners", "plugins", "options"):
+            left.pop(key, None), right.pop(key, None)
+        assert left == right

@@ -1,11 +1,12 @@
-"""Registers the models built on SmolLM2-135M-Instruct: ``smollm2-menu`` (the answer form of SGE's menu, menu.py)."""
+"""Registers the models built on SmolLM2-135M-Instruct: ``smollm2-menu`` (the answer form of SGE's menu, menu.py)
+and ``smollm2-revise`` (acting on HeRL's hindsight prompt, revise.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from arena.core.api.markers import hookimpl
-from arena.core.models.smol import menu
+from arena.core.models.smol import menu, revise
 
 
 @hookimpl
@@ -17,4 +18,12 @@ def register_models(register: Callable[..., None]) -> None:
         description="SmolLM2 SFT on the menu's answer form (plan choice untrained; reads SGE's reflection)",
         info=menu.smollm2_menu_info,
         build=lambda force=False: menu.build_smollm2_menu(force=force),
+    )
+    register(
+        revise.NAME,
+        revise.resolve_smollm2_revise,
+        default_backend="hf",
+        description="SmolLM2 SFT on HeRL's hindsight revisions of its own drafts (first answers learned them too)",
+        info=revise.smollm2_revise_info,
+        build=lambda force=False: revise.build_smollm2_revise(force=force),
     )
