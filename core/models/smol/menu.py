@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from arena.core.api.backend import ChatMessage
 from arena.core.api.errors import ArenaError
 from arena.core.models import smollm2
 from arena.core.models.cache import build_atomically, models_dir
+from arena.core.models.smol.sft import Row, save_model, sft_steps
 
 log = structlog.get_logger("arena.models.smol.menu")
 
@@ -181,31 +181,12 @@ def training_row(
 
 def sft(model: Any, tokenizer: Any, prompts: Sequence[MenuPrompt], recipe: MenuRecipe) -> list[float]:
     """AdamW at a constant rate on ``recipe.steps`` batches of ``recipe.batch`` rows; the loss of every step."""
-    import torch
-    from tqdm import tqdm
 
-    rng = random.Random(recipe.seed)
-    pad = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=0.0)
-    model.train()
-    losses: list[float] = []
-    for step in tqdm(range(recipe.steps), desc=f"{NAME} SFT", unit="step", disable=None, leave=False):
+    def draw(rng: random.Random) -> list[Row]:
         batch = rng.sample(list(prompts), recipe.batch)
-        rows = [training_row(tokenizer, p, rng, recipe.reflection_choice) for p in batch]
-        width = max(len(ids) for ids, _ in rows)
-        ids = torch.tensor([r[0] + [pad] * (width - len(r[0])) for r in rows])
-        labels = torch.tensor([r[1] + [-100] * (width - len(r[1])) for r in rows])
-        mask = torch.tensor([[1] * len(r[0]) + [0] * (width - len(r[0])) for r in rows])
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(float(loss.detach()))
-        if (step + 1) % 20 == 0:
-            log.info("smollm2-menu: sft", step=step + 1, steps=recipe.steps, loss=round(losses[-1], 4))
-    model.eval()
-    return losses
+        return [training_row(tokenizer, p, rng, recipe.reflection_choice) for p in batch]
+
+    return sft_steps(model, tokenizer, draw, recipe.steps, recipe.lr, recipe.seed, NAME)
 
 
 def tempered_logprobs(
@@ -334,11 +315,7 @@ def _build_into(out: Path, recipe: MenuRecipe) -> None:
         log.info("smollm2-menu: collected", prompts=len(train), recipe=attrs.asdict(recipe))
         losses = sft(model, tokenizer, train, recipe)
         quality = measure(model, tokenizer, collect_menu_prompts(EVAL_MENUS, recipe.seed))
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    for name in ("tokenizer_config.json", "chat_template.jinja"):
-        if (base / name).is_file():
-            shutil.copy(base / name, out / name)
+    save_model(model, tokenizer, base, out)
     report = {
         "name": NAME,
         "build_version": BUILD_VERSION,

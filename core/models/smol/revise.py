@@ -26,9 +26,7 @@ as the starting point of a build that separates the two.
 from __future__ import annotations
 
 import json
-import random
 import re
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +38,7 @@ from arena.core.api.backend import ChatMessage
 from arena.core.api.errors import ArenaError
 from arena.core.models import smollm2
 from arena.core.models.cache import build_atomically, models_dir
+from arena.core.models.smol.sft import save_model, sft_steps
 
 log = structlog.get_logger("arena.models.smol.revise")
 
@@ -193,33 +192,12 @@ def encode_anchor(tokenizer: Any, prompt: RevisionPrompt) -> tuple[list[int], li
 def sft(model: Any, tokenizer: Any, prompts: Sequence[RevisionPrompt], recipe: ReviseRecipe) -> list[float]:
     """AdamW at a constant rate on ``recipe.steps`` batches of ``recipe.batch`` rows drawn from the revision rows
     and (``recipe.anchor``) the anchor rows alike; the loss of every step."""
-    import torch
-    from tqdm import tqdm
-
-    rng = random.Random(recipe.seed)
     rows = [encode(tokenizer, p) for p in prompts]
     if recipe.anchor:
         rows += [encode_anchor(tokenizer, p) for p in prompts if p.original]
-    pad = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=0.0)
-    model.train()
-    losses: list[float] = []
-    for step in tqdm(range(recipe.steps), desc=f"{NAME} SFT", unit="step", disable=None, leave=False):
-        batch = rng.sample(rows, recipe.batch)
-        width = max(len(ids) for ids, _ in batch)
-        ids = torch.tensor([r[0] + [pad] * (width - len(r[0])) for r in batch])
-        labels = torch.tensor([r[1] + [-100] * (width - len(r[1])) for r in batch])
-        mask = torch.tensor([[1] * len(r[0]) + [0] * (width - len(r[0])) for r in batch])
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(float(loss.detach()))
-        if (step + 1) % 20 == 0:
-            log.info("smollm2-revise: sft", step=step + 1, steps=recipe.steps, loss=round(losses[-1], 4))
-    model.eval()
-    return losses
+    return sft_steps(
+        model, tokenizer, lambda rng: rng.sample(rows, recipe.batch), recipe.steps, recipe.lr, recipe.seed, NAME
+    )
 
 
 def revise_model_dir(recipe: ReviseRecipe | None = None) -> Path:
@@ -241,11 +219,7 @@ def _build_into(out: Path, recipe: ReviseRecipe) -> None:
         tokenizer = AutoTokenizer.from_pretrained(base)
         model = LlamaForCausalLM.from_pretrained(base, dtype=torch.float32).eval()
         losses = sft(model, tokenizer, prompts, recipe)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    for name in ("tokenizer_config.json", "chat_template.jinja"):
-        if (base / name).is_file():
-            shutil.copy(base / name, out / name)
+    save_model(model, tokenizer, base, out)
     report = {
         "name": NAME,
         "build_version": BUILD_VERSION,
