@@ -514,5 +514,6 @@ def test_revise_configs_are_twins_on_the_kind_sets() -> None:
     for a, b in ((herl, grpo), (herl.learners[0], grpo.learners[0])):
         left, right = attrs.asdict(a), attrs.asdict(b)
         for key in ("learners", "plugins", "options"):
-            left.pop(key, None), right.pop(key, None)
+            left.pop(key, None)
+            right.pop(key, None)
         assert left == right

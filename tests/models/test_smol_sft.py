@@ -1,5 +1,6 @@
-"""The SFT loop the SmolLM2 builds share (core/models/smol/sft.py), on the toy model: it learns its rows, takes no
-loss where the labels say -100, follows one seeded stream, and saves beside the base's tokenizer files."""
+"""The SFT loop the SmolLM2 builds share (core/models/smol/sft.py), on the toy model: it learns rows of unequal
+lengths (padded), follows one seeded stream, leaves the model in eval mode, and saves beside the base's tokenizer
+files."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def test_the_loop_learns_its_rows_from_one_seeded_stream() -> None:
 
     def draw(rng: random.Random) -> list[Row]:
         draws.append(rng.randrange(1000))
-        return [row, (row[0][:3], row[1][:3])]  # rows of two lengths: padding must not leak into the loss
+        return [row, (row[0][:3], row[1][:3])]  # rows of two lengths: the batch is padded
 
     losses = sft_steps(model, tokenizer, draw, steps=30, lr=3e-3, seed=7, name="toy")
     assert len(losses) == 30 and losses[-1] < losses[0]

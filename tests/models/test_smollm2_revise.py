@@ -1,6 +1,6 @@
 """``smollm2-revise`` (core/models/smol/revise.py): the revision it learns meets the constraint from any draft, and
 its prompts are the ``herl`` plugin's own, and its rows train the revision and anchor the first answer. The build
-itself (about 20 minutes) and what it changes are measured in
+itself (about 15 minutes) and what it changes are measured in
 docs/results.md, not here."""
 
 from __future__ import annotations

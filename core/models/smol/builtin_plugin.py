@@ -23,7 +23,7 @@ def register_models(register: Callable[..., None]) -> None:
         revise.NAME,
         revise.resolve_smollm2_revise,
         default_backend="hf",
-        description="SmolLM2 SFT on HeRL's hindsight revisions of its own drafts (first answers learned them too)",
+        description="SmolLM2 SFT on HeRL's hindsight revisions of its own drafts (first answers anchored to its own)",
         info=revise.smollm2_revise_info,
         build=lambda force=False: revise.build_smollm2_revise(force=force),
     )
