@@ -13,7 +13,10 @@ the same policy for one revision of every draft that failed, with HeRL's own pro
 at HeRL's T 0.3, and once more with the naive prompt. Every answer is scored by the arena's checker. Prints a table
 by kind (drafts, first-try pass, failed drafts, pass after the hindsight revision, after the naive one) and writes
 ``probe.json`` with every draft and revision. ``--kinds`` plays the kinds' own task sets (``kind_tasks``) of
-``--split`` instead of tier 1, every task once per draft. ``--show`` prints the table of an earlier run again.
+``--split`` instead of tier 1, every task once per draft. ``--golf`` also asks, once per task with a failed
+draft, for one refinement in GOLF's aggregated prompt (``plugins.golf.refinement_prompt``: the task's failed drafts
+with their critiques) at GOLF's T 1.0, and adds its pass rate per task. ``--show`` prints the table of an earlier
+run again.
 """
 
 from __future__ import annotations
@@ -37,13 +40,14 @@ from arena.core.learn.experience import trial_samples
 from arena.core.learn.run_config import TrainConfig
 from arena.core.rollout.engine import RolloutEngine
 from arena.core.rollout.seats import BackendPool, parse_seat
+from arena.plugins.golf import refinement_prompt
 from arena.plugins.herl import hindsight_prompt
 
 TASKS = 100  # tier 1 of split "all": every one-constraint instruction of the tiers, train and held out
 
 
 def measure(
-    model: str, drafts: int, tasks: int, kinds: list[str] | None = None, split: str = "all"
+    model: str, drafts: int, tasks: int, kinds: list[str] | None = None, split: str = "all", golf: bool = False
 ) -> list[dict[str, Any]]:
     config = load_config(TrainConfig, "instruct_herl")
     herl = config.learners[0].options["herl"]
@@ -94,6 +98,28 @@ def measure(
             text = completions[0].text
             rows[i][name] = text
             rows[i][f"{name}_pass"] = bool(all(evaluate(task_by_id(rows[i]["task_id"]), text.strip())))
+    if golf:
+        by_task: dict[str, list[int]] = collections.defaultdict(list)
+        for i in failed:
+            by_task[rows[i]["task_id"]].append(i)
+        print(f"refining {len(by_task)} tasks' failed drafts with GOLF's prompt ...", flush=True)
+        requests = [
+            GenerationRequest(
+                messages=(
+                    *system_messages(samples[group[0]]),
+                    ChatMessage("user", refinement_prompt(tuple(samples[i] for i in group))[0]),
+                ),
+                segments=(Segment(temperature=1.0),),
+                max_new_tokens=budget,
+                seed=derive_seed("instruct_revision_probe", task_id, "golf"),
+                purpose="golf_refinement",
+            )
+            for task_id, group in by_task.items()
+        ]
+        for (task_id, group), completions in zip(by_task.items(), backend.generate(requests), strict=True):
+            text = completions[0].text
+            rows[group[0]]["golf"] = text
+            rows[group[0]]["golf_pass"] = bool(all(evaluate(task_by_id(task_id), text.strip())))
     return rows
 
 
@@ -102,8 +128,8 @@ def table(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         by_kind[row["kind"]].append(row)
     lines = [
-        "| kind | drafts | first try passed | failed drafts | revision passed: hindsight | naive |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| kind | drafts | first try passed | failed drafts | revision passed: hindsight | naive | GOLF, per task |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
 
     def line(name: str, group: list[dict[str, Any]]) -> str:
@@ -111,7 +137,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         first = sum(r["draft_pass"] for r in group) / len(group)
         hind = sum(r["hindsight_pass"] for r in failed) / len(failed) if failed else float("nan")
         naive = sum(r["naive_pass"] for r in failed) / len(failed) if failed else float("nan")
-        return f"| {name} | {len(group)} | {first:.3f} | {len(failed)} | {hind:.3f} | {naive:.3f} |"
+        refined = [r["golf_pass"] for r in group if "golf_pass" in r]  # one row per task with a failed draft
+        golf = f"{sum(refined) / len(refined):.3f} ({len(refined)})" if refined else "-"
+        return f"| {name} | {len(group)} | {first:.3f} | {len(failed)} | {hind:.3f} | {naive:.3f} | {golf} |"
 
     for kind in sorted(by_kind, key=lambda k: sum(r["draft_pass"] for r in by_kind[k]) / len(by_kind[k])):
         lines.append(line(kind, by_kind[kind]))
@@ -127,6 +155,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=TASKS, help="tier-1 tasks (without --kinds)")
     parser.add_argument("--kinds", default="", help="comma-separated constraint kinds: their kind sets")
     parser.add_argument("--split", default="all", help="train, test or all")
+    parser.add_argument("--golf", action="store_true", help="also refine each task's failed drafts GOLF's way")
     parser.add_argument("--show", action="store_true", help="print the table of an earlier run")
     args = parser.parse_args()
     path = args.out / "probe.json"
@@ -134,7 +163,7 @@ def main() -> None:
         rows = json.loads(path.read_text())["rows"]
     else:
         kinds = [k for k in args.kinds.split(",") if k] or None
-        rows = measure(args.model, args.drafts, args.tasks, kinds, args.split)
+        rows = measure(args.model, args.drafts, args.tasks, kinds, args.split, args.golf)
         args.out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"model": args.model, "drafts": args.drafts, "rows": rows}, indent=1))
     print(table(rows))

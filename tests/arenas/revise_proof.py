@@ -1,14 +1,20 @@
 """HeRL's testbed in numbers (issue 26): HeRL against GRPO on ``instruct_revise`` with ``smollm2-revise``.
 
-    python -m tests.arenas.revise_proof runs/revise_proof     # ROOT/{herl,grpo,herl_naive}_s*: arena train
+    python -m tests.arenas.revise_proof runs/revise_proof     # ROOT/<method>_s<seed>: arena train --dump-rollouts
 
-(every run with ``--dump-rollouts``; ``herl_naive`` is the ablation, ``learners.0.options.herl.naive_prompt=true``:
-revisions asked for without naming the missed constraint).
+The methods (``O`` = ``learners.0.options.herl``): ``grpo`` (instruct_revise_grpo); ``herl`` (instruct_revise_herl:
+the injected revision trained in the revision prompt); ``herl_original`` (``O.train_context=original``: trained as
+the instruction's answer); ``herl_naive`` and ``herl_naive_original``, the ablations of each with
+``O.naive_prompt=true`` (revisions asked for without naming the missed constraint); ``<method>_8it``: the same with
+``iterations=8``, twice the budget.
 
 Per run, from its rollout dumps: the policy's own answers that met their constraint (the injected samples left out),
 by iteration; the groups with a learning signal (a non-zero advantage on some sample); the injected samples that
 are revisions (not copies of a draft) and met the constraint. From its metrics: held-out success (``eval/mean_return``,
-the 70 held-out tasks once each: a score is 0 or 1) before and after. Per method: mean over seeds with a Student-t
+the 70 held-out tasks once each: a score is 0 or 1) before and after. With ``--logprob``, a measure without the
+sampling noise of 70 answers: the mean token log-probability of the held-out tasks' reference answers (short answers
+that meet the constraint, ``instruct.reference_answer``) under the run's final policy, less under smollm2-revise.
+Per method: mean over seeds with a Student-t
 95% interval; HeRL − GRPO and HeRL − ablation paired by seed (the same tasks and sampling seeds).
 """
 
@@ -20,10 +26,21 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from arena.arenas.instruct import InstructAdapter, reference_answer, tasks_for
 from tests.arenas.doors_proof import fmt
 
-METHODS = ("herl", "grpo", "herl_naive")
-#: The opening of HeRL's revision prompt (the injected revisions are trained in it: ``train_context: revision``).
+METHODS = ("herl", "herl_original", "grpo", "herl_naive", "herl_naive_original", "herl_original_8it", "grpo_8it")
+#: (method, baseline) pairs compared seed by seed.
+COMPARISONS = (
+    ("herl", "grpo"),
+    ("herl_original", "grpo"),
+    ("herl_original", "herl"),
+    ("herl", "herl_naive"),
+    ("herl_original", "herl_naive_original"),
+    ("herl_original_8it", "grpo_8it"),
+)
+#: The opening of HeRL's revision prompt: an injected revision was sampled in it (``rollout_context_text``) and,
+#: with ``train_context: revision``, is trained in it too (``context_text``).
 REVISION = "Here is an instruction and a draft answer to it."
 
 
@@ -40,7 +57,7 @@ def rollout_rates(run: Path) -> dict[str, Any]:
             if sample.get("injected") != "herl":
                 own[iteration][0] += sample["reward_terms"].get("env", 0.0) >= 1.0
                 own[iteration][1] += 1
-            elif REVISION not in sample["context_text"]:
+            elif REVISION not in (sample.get("rollout_context_text") or sample["context_text"]):
                 injected[2] += 1  # a copy of the best draft, in the original prompt
             else:
                 injected[0] += 1
@@ -56,51 +73,131 @@ def rollout_rates(run: Path) -> dict[str, Any]:
     }
 
 
+def injected_passes(run: Path) -> list[tuple[str, str]]:
+    """(training context, answer) of every injected revision that met its constraint, in dump order."""
+    pairs = []
+    for dump in sorted((run / "rollouts").glob("iter_*.jsonl")):
+        for sample in map(json.loads, dump.read_text().splitlines()):
+            revised = REVISION in (sample.get("rollout_context_text") or "")
+            if sample.get("injected") == "herl" and revised and sample["reward_terms"].get("env", 0.0) >= 1.0:
+                pairs.append((sample["context_text"], sample["completion_text"]))
+    return pairs
+
+
+def mean_logprob(model_dir: Path | str, pairs: list[tuple[str, str]]) -> float:
+    """The mean over ``pairs`` of the answer's mean token log-probability after its context, sent as the one user
+    message through the chat template (how the rollouts prompt ``instruct``: no system message configured)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from arena.core.api.backend import ChatMessage
+    from arena.core.models.tiny.quality import prompt_ids
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    means = []
+    with torch.no_grad():
+        for context, answer in pairs:
+            head = prompt_ids(tokenizer, [ChatMessage("user", context)])
+            body = tokenizer(answer, add_special_tokens=False)["input_ids"]
+            logits = model(torch.tensor([head + body])).logits[0, len(head) - 1 : -1]
+            picked = torch.log_softmax(logits.float(), -1).gather(1, torch.tensor(body)[:, None])
+            means.append(float(picked.mean()))
+    return sum(means) / len(means)
+
+
+def instruction_prompt(observation: str) -> str:
+    """The first (only) turn's user message of an ``instruct`` trial with the configs' prompt settings
+    (core/rollout/prompts.py's layout; ``check_prompt_layout`` compares it with a dumped rollout)."""
+    rules = InstructAdapter().rules(None)  # type: ignore[arg-type]  # the rules ignore the view
+    parts = [
+        rules,
+        "No moves yet in this episode.",
+        f"Current observation:\n{observation}",
+        "Reply with the response only.",
+    ]
+    return "\n\n".join(parts)
+
+
+def check_prompt_layout(run: Path) -> None:
+    dump = next((run / "rollouts").glob("iter_*.jsonl"))
+    sample = next(s for s in map(json.loads, dump.read_text().splitlines()) if not s.get("injected"))
+    if instruction_prompt(sample["anchor"].split("\x1f")[0]) != sample["context_text"]:
+        raise SystemExit(f"the rollouts' prompt layout changed: update instruction_prompt ({dump})")
+
+
+def held_out_references() -> list[tuple[str, str]]:
+    """(prompt, reference answer) of the 70 held-out tasks: a short answer that meets the task's constraint."""
+    from arena.core.models.smol.revise import KINDS
+
+    return [(instruction_prompt(t.prompt()), reference_answer(t)) for t in tasks_for("test", kinds=KINDS)]
+
+
+def final_policy(run: Path) -> Path:
+    return sorted((run / "checkpoints").glob("step-*"))[-1] / "learners" / "writer"
+
+
 def held_out(run: Path) -> tuple[float, float]:
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     evals = [r for r in rows if "eval/mean_return" in r]
     return float(evals[0]["eval/mean_return"]), float(evals[-1]["eval/mean_return"])
 
 
+def finished(run: Path) -> bool:
+    """The run evaluated after training (its metrics hold the held-out success before and after)."""
+    metrics = run / "metrics.jsonl"
+    return metrics.exists() and metrics.read_text().count('"eval/mean_return"') >= 2
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path)
+    parser.add_argument(
+        "--logprob",
+        action="store_true",
+        help="also score the held-out reference answers under each run's final policy (about 30 s a run)",
+    )
     args = parser.parse_args()
     runs = {
-        m: {
-            int(p.name.rsplit("_s", 1)[1]): p
-            for p in sorted(args.root.glob(f"{m}_s[0-9]*"))
-            if (p / "metrics.jsonl").exists()
-        }
+        m: {int(p.name.rsplit("_s", 1)[1]): p for p in sorted(args.root.glob(f"{m}_s[0-9]*")) if finished(p)}
         for m in METHODS
     }
-    seeds = sorted(set(runs["herl"]) & set(runs["grpo"]))
-    print(f"seeds (paired): {seeds}")
-    rows: dict[str, dict[str, list[float]]] = {m: defaultdict(list) for m in METHODS}
+    rows: dict[str, dict[str, dict[int, float]]] = {m: defaultdict(dict) for m in METHODS}
+    if args.logprob:
+        from arena.core.models.smol.revise import revise_model_dir
+
+        references = held_out_references()
+        base = mean_logprob(revise_model_dir(), references)
+        print(f"held-out reference answers, mean token log-prob under smollm2-revise: {base:.4f}")
     for method in METHODS:
-        for seed in seeds:
-            run = runs[method].get(seed)
-            if run is None:
-                continue
+        for seed, run in runs[method].items():
             rates = rollout_rates(run)
             start, end = held_out(run)
             print(f"{method} s{seed}: {json.dumps(rates)}; held-out {start:.3f} -> {end:.3f}")
             for key, value in rates.items():
                 if isinstance(value, float):
-                    rows[method][key].append(value)
-            rows[method]["held-out success, end"].append(end)
-            rows[method]["held-out success, end - start"].append(end - start)
+                    rows[method][key][seed] = value
+            rows[method]["held-out success, end"][seed] = end
+            rows[method]["held-out success, end - start"][seed] = end - start
+            if args.logprob:
+                check_prompt_layout(run)
+                gain = mean_logprob(final_policy(run), references) - base
+                rows[method]["held-out reference log-prob, end - start"][seed] = gain
     print()
-    for key in rows["herl"]:
-        herl = rows["herl"][key]
-        line = f"{key}: HeRL {fmt(herl)}"
-        for other, label in (("grpo", "GRPO"), ("herl_naive", "HeRL, naive prompt")):
-            values = rows[other].get(key, [])
-            line += f"; {label} {fmt(values)}" if values else ""
-            if len(values) == len(herl):
-                diff = [a - b for a, b in zip(herl, values, strict=True)]
-                line += f"; HeRL − {label} {fmt(diff, signed=True)}"
-        print(line)
+    for key in rows["grpo"]:
+        print(f"### {key}")
+        for method in METHODS:
+            if rows[method][key]:
+                values = rows[method][key]
+                by_seed = ", ".join(f"s{seed} {values[seed]:.3f}" for seed in sorted(values))
+                print(f"{method}: {fmt(list(values.values()))} ({by_seed})")
+        for method, baseline in COMPARISONS:
+            a, b = rows[method][key], rows[baseline][key]
+            seeds = sorted(set(a) & set(b))
+            if seeds:
+                diff = [a[s] - b[s] for s in seeds]
+                print(f"{method} − {baseline}, paired over seeds {seeds}: {fmt(diff, signed=True)}")
+        print()
 
 
 if __name__ == "__main__":
