@@ -1,0 +1,64 @@
+"""The HeRL proof script's counts (tests/arenas/revise_proof.py) on a hand-made rollout dump.
+
+With ``train_context: original`` an injected revision is trained in the instruction's own prompt, so only the
+prompt it was sampled in (``rollout_context_text``) shows that it is a revision; the script once read the training
+context and counted every such revision as a copy of a draft.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.arenas.revise_proof import REVISION, finished, injected_passes, instruction_prompt, rollout_rates
+
+TASK = "Write a note about rain.\nConstraints:\n- Write everything in capital letters."
+
+
+def sample(
+    group: str, env: float, advantage: float, injected: bool = False, rollout: str | None = None
+) -> dict[str, Any]:
+    prompt = instruction_prompt(TASK)
+    return {
+        "kind": "action",
+        "group_id": group,
+        "reward_terms": {"env": env},
+        "advantage": advantage,
+        "context_text": prompt,
+        "rollout_context_text": rollout or prompt,
+        "completion_text": "IT RAINS." if env else "it rains.",
+        "anchor": TASK + "\x1fNone",
+        **({"injected": "herl"} if injected else {}),
+    }
+
+
+def write_run(root: Path, samples: list[dict[str, Any]], evals: list[float]) -> Path:
+    (root / "rollouts").mkdir(parents=True)
+    (root / "rollouts" / "iter_00000.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
+    lines = [{"iteration": i, "eval/mean_return": v} for i, v in enumerate(evals)]
+    (root / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return root
+
+
+def test_revisions_trained_in_the_original_prompt_count_as_revisions(tmp_path: Path) -> None:
+    revision_prompt = f"{REVISION}\n\nInstruction:\n{TASK}"
+    samples = [
+        sample("g0", 0.0, -0.35),
+        sample("g0", 1.0, 2.47, injected=True, rollout=revision_prompt),  # a passing revision, original context
+        sample("g1", 0.0, 0.0),
+        sample("g1", 0.0, 0.0, injected=True),  # a copy of a draft (sampled in the instruction's prompt)
+        sample("g2", 1.0, 2.47),  # the policy's own pass
+        sample("g2", 0.0, -0.35),
+    ]
+    run = write_run(tmp_path / "herl_original_s0", samples, [0.1, 0.2])
+    rates = rollout_rates(run)
+    assert rates["injected revisions (met) / fallbacks"] == "1 (1) / 1"
+    assert rates["own answers met"] == 1 / 4
+    assert rates["groups with a signal"] == 2 / 3
+    assert injected_passes(run) == [(instruction_prompt(TASK), "IT RAINS.")]
+
+
+def test_a_run_counts_once_it_has_evaluated_before_and_after(tmp_path: Path) -> None:
+    assert finished(write_run(tmp_path / "done", [sample("g0", 0.0, 0.0)], [0.1, 0.2]))
+    assert not finished(write_run(tmp_path / "running", [sample("g0", 0.0, 0.0)], [0.1]))
