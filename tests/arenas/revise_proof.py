@@ -14,8 +14,8 @@ are revisions (not copies of a draft) and met the constraint. From its metrics: 
 the 70 held-out tasks once each: a score is 0 or 1) before and after. With ``--logprob``, a measure without the
 sampling noise of 70 answers: the mean token log-probability of the held-out tasks' reference answers (short answers
 that meet the constraint, ``instruct.reference_answer``) under the run's final policy, less under smollm2-revise.
-Per method: mean over seeds with a Student-t
-95% interval; HeRL − GRPO and HeRL − ablation paired by seed (the same tasks and sampling seeds).
+Per method: mean over seeds with a Student-t 95% interval; the ``COMPARISONS`` paired by seed (the same tasks and
+sampling seeds).
 """
 
 from __future__ import annotations
@@ -44,6 +44,11 @@ COMPARISONS = (
 REVISION = "Here is an instruction and a draft answer to it."
 
 
+def is_revision(sample: dict[str, Any]) -> bool:
+    """An injected sample that is a revision, not a copy of a draft (those were sampled in the original prompt)."""
+    return sample.get("injected") == "herl" and REVISION in sample["rollout_context_text"]
+
+
 def rollout_rates(run: Path) -> dict[str, Any]:
     own: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     groups: dict[str, bool] = defaultdict(bool)
@@ -57,7 +62,7 @@ def rollout_rates(run: Path) -> dict[str, Any]:
             if sample.get("injected") != "herl":
                 own[iteration][0] += sample["reward_terms"].get("env", 0.0) >= 1.0
                 own[iteration][1] += 1
-            elif REVISION not in (sample.get("rollout_context_text") or sample["context_text"]):
+            elif not is_revision(sample):
                 injected[2] += 1  # a copy of the best draft, in the original prompt
             else:
                 injected[0] += 1
@@ -78,8 +83,7 @@ def injected_passes(run: Path) -> list[tuple[str, str]]:
     pairs = []
     for dump in sorted((run / "rollouts").glob("iter_*.jsonl")):
         for sample in map(json.loads, dump.read_text().splitlines()):
-            revised = REVISION in (sample.get("rollout_context_text") or "")
-            if sample.get("injected") == "herl" and revised and sample["reward_terms"].get("env", 0.0) >= 1.0:
+            if is_revision(sample) and sample["reward_terms"].get("env", 0.0) >= 1.0:
                 pairs.append((sample["context_text"], sample["completion_text"]))
     return pairs
 
