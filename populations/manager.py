@@ -124,6 +124,7 @@ class Population:
             self.pfsp,
             self.task_pool,
             self.players,
+            draw=self.config.opponent_draw,
         )
 
     def learner_seat_index(self, trial: TrialRecord, learner: str) -> int:

@@ -15,7 +15,7 @@ import numpy as np
 
 from arena.core.api.errors import ArenaError
 from arena.core.api.seeding import derive_seed
-from arena.populations.pool import OpponentPool
+from arena.populations.pool import OpponentPool, PoolMember
 from arena.populations.settings import PFSPConfig
 
 LearnerSeat = Literal["random", "first", "last"]
@@ -74,6 +74,7 @@ def default_matchups(
     pfsp: PFSPConfig,
     task_pool: int = 0,
     players: int = 2,
+    draw: str = "random",
 ) -> list[Matchup]:
     """``groups`` matchups per learner, learners in the given order, for an arena of ``players`` seats.
 
@@ -89,14 +90,20 @@ def default_matchups(
     With ``players`` above 2 the same generator draws, after the opponent, the learner's seat (``random``:
     ``integers(players)``; ``first`` 0, ``last`` the final seat) and then one more pool member per remaining
     seat (``pool.sample`` again, so a member can fill several seats). Two seats draw exactly as before.
+
+    With ``draw`` ``balanced`` the groups' opponents are ``balanced_opponents`` (drawn first, from the same
+    generator) instead of one ``pool.sample`` per group; seats and extra seats are drawn as above.
     """
     if learner_seat not in ("random", "first", "last"):
         raise ArenaError(f"learner_seat must be random, first or last, got {learner_seat!r}")
     if players < 1:
         raise ArenaError(f"an arena has at least one seat, got players={players}")
+    if draw not in ("random", "balanced"):
+        raise ArenaError(f"opponent_draw must be random or balanced, got {draw!r}")
     out = []
     for learner in learners:
         rng = np.random.default_rng(derive_seed(seed, "matchups", iteration, learner))
+        planned = balanced_opponents(pool, learner, groups, rng, pfsp) if draw == "balanced" and pool.members else []
         for g in range(groups):
             if not pool.members:
                 out.append(
@@ -110,7 +117,7 @@ def default_matchups(
                     )
                 )
                 continue
-            member = pool.sample(learner, rng, pfsp)
+            member = planned[g] if planned else pool.sample(learner, rng, pfsp)
             # The seat draw comes after the opponent draw, and only for random seats.
             if players <= 2:
                 first = bool(rng.integers(2) == 0) if learner_seat == "random" else learner_seat == "first"
@@ -137,3 +144,23 @@ def default_matchups(
                 )
             )
     return out
+
+
+def balanced_opponents(
+    pool: OpponentPool, learner: str, groups: int, rng: np.random.Generator, pfsp: PFSPConfig
+) -> list[PoolMember]:
+    """``groups`` opponents in proportion to ``pool.sampling_weights``: each member gets ``floor(p·groups)``
+    groups, the groups left over go to members drawn without replacement in proportion to their remainders, and
+    the list is shuffled. Each member's expected share is its probability, as with independent draws, but an
+    iteration of 2 groups against a 50/50 pool always meets both members."""
+    weights = pool.sampling_weights(learner, pfsp)
+    names = list(weights)
+    quota = np.array([weights[n] * groups for n in names], dtype=float)
+    counts = np.floor(quota + 1e-9).astype(int)
+    left = groups - int(counts.sum())
+    if left > 0:
+        remainder = np.clip(quota - counts, 0.0, None)
+        extra = rng.choice(len(names), size=left, replace=False, p=remainder / remainder.sum())
+        counts[extra] += 1
+    chosen = [pool.members[n] for n, c in zip(names, counts, strict=True) for _ in range(int(c))]
+    return [chosen[i] for i in rng.permutation(len(chosen))]

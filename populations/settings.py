@@ -110,5 +110,11 @@ class PopulationConfig:
     learner_weight: float = attrs.field(default=1.0, validator=_non_negative)
     #: Prioritised fictitious self-play: reweight the draw by the learner's results against each member.
     pfsp: PFSPConfig = attrs.field(factory=PFSPConfig)
+    #: How each iteration's groups get their opponents: ``random``, one independent draw per group from the
+    #: sampling weights; ``balanced``, as many groups per member as its weight gives (largest remainders drawn at
+    #: random), in a random order. With few groups a random draw can give every group of an iteration the same
+    #: opponent, and one such update can push a policy onto that opponent's counter for good (docs/results.md,
+    #: "Hidden types with SmolLM2-135M-Instruct, trained").
+    opponent_draw: Literal["random", "balanced"] = "random"
     #: Elo and openskill parameters of the population's rating table.
     ratings: RatingsConfig = attrs.field(factory=RatingsConfig)

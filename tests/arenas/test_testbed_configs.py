@@ -20,6 +20,8 @@ CONFIGS = [
     "doors_grpo",
     "kuhn_styles_mage",
     "kuhn_styles_grpo",
+    "rps_types_smollm2_mage",
+    "rps_types_smollm2_grpo",
 ]
 
 
@@ -49,6 +51,22 @@ def test_rps_types_triplet_differs_only_in_credit_and_memory() -> None:
     assert g.learners[0].plugins == ["grpo"]
     a, b = (attrs.asdict(mage.settings(c.learners[0].options)) for c in (m, g_mem))
     assert {k for k in a if a[k] != b[k]} == {"reward", "gamma_traj", "w"}
+
+
+def test_the_smollm2_pair_is_the_tiny_testbed_at_one_budget_on_smollm2_rps() -> None:
+    """SmolLM2 on hidden types (docs/results.md): the same arena, pool and unseen type as the tiny triplet; the two
+    configs share model, budget, update and the balanced draw, and differ in the plugin alone."""
+    tiny = load_config(TrainConfig, "rps_types_mage")
+    m, g = (load_config(TrainConfig, n) for n in ("rps_types_smollm2_mage", "rps_types_smollm2_grpo"))
+    for c in (m, g):
+        assert c.arena == tiny.arena and c.arena_kwargs == tiny.arena_kwargs
+        assert c.opponents == tiny.opponents and c.unseen == tiny.unseen
+        assert c.learners[0].model == "smollm2-rps" and c.population.opponent_draw == "balanced"
+    assert (m.iterations, m.groups, m.group_size, m.trial) == (g.iterations, g.groups, g.group_size, g.trial)
+    assert m.learners[0].optim == g.learners[0].optim and m.learners[0].loss == g.learners[0].loss
+    assert m.learners[0].plugins == ["mage"] and g.learners[0].plugins == ["grpo"]
+    assert mage.settings(m.learners[0].options).memory == "history_only"
+    assert mage.settings(m.learners[0].options).max_new_tokens == m.trial.prompt.max_new_tokens
 
 
 def test_kuhn_styles_pair_differs_only_in_memory_and_credit() -> None:

@@ -98,3 +98,27 @@ def test_three_seats_fill_the_other_seats_from_the_pool():
     assert [m.seats("model:me") for m in two[:2]] == [
         ("model:me", m.opponent_spec) if m.learner_first else (m.opponent_spec, "model:me") for m in two[:2]
     ]
+
+
+def test_a_balanced_draw_gives_each_member_its_share_of_every_iteration() -> None:
+    """With ``opponent_draw: balanced`` an iteration's groups meet the pool in proportion; a random draw of 2 groups
+    against a 50/50 pool meets one member only about half the time (the collapse in docs/results.md, "Hidden types
+    with SmolLM2-135M-Instruct, trained")."""
+    pool = OpponentPool([PoolMember(n, n, 0.5) for n in ("rps-rock", "rps-paper")])
+
+    def opponents(it: int, draw: str, groups: int = 2) -> list[str]:
+        return [m.opponent for m in default_matchups(pool, ["L"], it, groups, "random", 0, PFSPConfig(), draw=draw)]
+
+    assert all(sorted(opponents(it, "balanced")) == ["rps-paper", "rps-rock"] for it in range(50))
+    one_sided = sum(len(set(opponents(it, "random"))) == 1 for it in range(50))
+    assert 10 < one_sided < 40
+    # Seats are still drawn, and the order of the two opponents varies.
+    assert {opponents(it, "balanced")[0] for it in range(20)} == {"rps-rock", "rps-paper"}
+    # Uneven weights: floor(p·groups) each, the rest by remainders; quotas 4.8 / 4.8 / 6.4 of 16 groups
+    for it in range(20):
+        drawn = [m.opponent for m in default_matchups(POOL, ["L"], it, 16, "random", 0, PFSPConfig(), draw="balanced")]
+        counts = {n: drawn.count(n) for n in POOL.members}
+        assert sum(counts.values()) == 16
+        assert counts["conservative"] in (4, 5) and counts["aggressive"] in (4, 5) and counts["mcts:100"] in (6, 7)
+    with pytest.raises(ArenaError, match="opponent_draw"):
+        default_matchups(pool, ["L"], 0, 2, "random", 0, PFSPConfig(), draw="sorted")

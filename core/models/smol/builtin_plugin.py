@@ -1,12 +1,13 @@
-"""Registers the models built on SmolLM2-135M-Instruct: ``smollm2-menu`` (the answer form of SGE's menu, menu.py)
-and ``smollm2-revise`` (acting on HeRL's hindsight prompt, revise.py)."""
+"""Registers the models built on SmolLM2-135M-Instruct: ``smollm2-menu`` (the answer form of SGE's menu, menu.py),
+``smollm2-revise`` (acting on HeRL's hindsight prompt, revise.py) and ``smollm2-rps`` (the answer form of the
+hidden-types testbed, its move blind to the memory, rps.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from arena.core.api.markers import hookimpl
-from arena.core.models.smol import menu, revise
+from arena.core.models.smol import menu, revise, rps
 
 
 @hookimpl
@@ -26,4 +27,12 @@ def register_models(register: Callable[..., None]) -> None:
         description="SmolLM2 SFT on HeRL's hindsight revisions of its own drafts (first answers anchored to its own)",
         info=revise.smollm2_revise_info,
         build=lambda force=False: revise.build_smollm2_revise(force=force),
+    )
+    register(
+        rps.NAME,
+        rps.resolve_smollm2_rps,
+        default_backend="hf",
+        description="SmolLM2 SFT on the hidden-types RPS answer form (move uniform, blind to the memory)",
+        info=rps.smollm2_rps_info,
+        build=lambda force=False: rps.build_smollm2_rps(force=force),
     )
