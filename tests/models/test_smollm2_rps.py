@@ -112,3 +112,25 @@ def test_only_the_default_recipe_fills_the_cache_and_info_builds_nothing(model_c
         build_smollm2_rps(recipe=RpsRecipe(steps=1))
     info = smollm2_rps_info()
     assert info["base"] == smollm2.NAME and "path" in info
+
+
+def test_mages_length_penalty_spares_every_moves_answer(tokenizer) -> None:  # type: ignore[no-untyped-def]
+    """MAGE penalises answers longer than half its L_max. At L_max 12 every move's answer paid it, and scissors (the
+    longest) more than rock and paper: 1.0 against 0.67, a third of a win against the move that beats paper
+    (docs/results.md, "Hidden types with SmolLM2-135M-Instruct, trained"). The config's L_max must leave all three
+    unpenalised."""
+    from arena.core.config.loader import load_config
+    from arena.core.learn.run_config import TrainConfig
+    from arena.plugins import mage
+
+    config = load_config(TrainConfig, CONFIGS[0])
+    opts = mage.settings(config.learners[0].options)
+    lengths = {m: len(tokenizer(answer(m), add_special_tokens=False)["input_ids"]) + 1 for m in MOVES}  # + end token
+    assert {
+        m: mage.length_penalty(n, opts.max_new_tokens, opts.length_coef) for m, n in lengths.items()
+    } == dict.fromkeys(MOVES, 0.0), lengths
+    assert (
+        mage.length_penalty(lengths["scissors"], 12, opts.length_coef)
+        > mage.length_penalty(lengths["paper"], 12, opts.length_coef)
+        > 0
+    )  # what L_max 12 did
