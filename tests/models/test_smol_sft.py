@@ -51,3 +51,50 @@ def test_save_keeps_the_base_tokenizer_files(tmp_path: Path) -> None:
     save_model(model, tokenizer, base, tmp_path / "out")
     assert (tmp_path / "out" / "chat_template.jinja").read_text() == "{{ messages }}"
     assert (tmp_path / "out" / "config.json").is_file()
+
+
+def test_the_build_frame_trains_the_base_and_writes_its_report(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``fine_tune_smollm2`` loads the base SmolLM2 returns (here a small Llama), hands it to ``fit`` and saves what
+    ``fit`` left, with a report of the recipe and ``fit``'s entries."""
+    import json
+
+    import attrs
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from arena.core.models import smollm2
+    from arena.core.models.smol.sft import fine_tune_smollm2
+
+    tokenizer = build_tokenizer()
+    base = tmp_path / "base"
+    config = LlamaConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+    )
+    LlamaForCausalLM(config).save_pretrained(base)
+    tokenizer.save_pretrained(base)
+    monkeypatch.setattr(smollm2, "build_smollm2", lambda: str(base))
+
+    @attrs.frozen
+    class Recipe:
+        seed: int = 3
+
+    def fit(model, tok):  # type: ignore[no-untyped-def]
+        with torch.no_grad():
+            model.lm_head.weight.fill_(0.5)
+        return {"losses": [1.0], "quality": {"seen": tok.vocab_size}}
+
+    fine_tune_smollm2(tmp_path / "out", "toy-build", 2, Recipe(), fit)
+    report = json.loads((tmp_path / "out" / "build_report.json").read_text())
+    assert report == {
+        "name": "toy-build",
+        "build_version": 2,
+        "base": str(base),
+        "recipe": {"seed": 3},
+        "losses": [1.0],
+        "quality": {"seen": tokenizer.vocab_size},
+    }
+    saved = LlamaForCausalLM.from_pretrained(tmp_path / "out")
+    assert float(saved.lm_head.weight.mean()) == 0.5

@@ -41,7 +41,7 @@ from arena.core.api.backend import ChatMessage
 from arena.core.api.errors import ArenaError
 from arena.core.models import smollm2
 from arena.core.models.cache import build_atomically, models_dir
-from arena.core.models.smol.sft import Row, save_model, sft_steps
+from arena.core.models.smol.sft import Row, fine_tune_smollm2, sft_steps
 
 log = structlog.get_logger("arena.models.smol.menu")
 
@@ -299,32 +299,16 @@ def menu_model_dir(recipe: MenuRecipe | None = None) -> Path:
 
 
 def _build_into(out: Path, recipe: MenuRecipe) -> None:
-    import torch
-    from transformers import AutoTokenizer, LlamaForCausalLM
-
-    from arena.core.models.tiny.sft import deterministic_torch
-
-    base = Path(smollm2.build_smollm2())
-    with deterministic_torch(2):
-        torch.manual_seed(recipe.seed)
-        tokenizer = AutoTokenizer.from_pretrained(base)
-        model = LlamaForCausalLM.from_pretrained(base, dtype=torch.float32).eval()
+    def fit(model: Any, tokenizer: Any) -> dict[str, Any]:
         train = [
             p for p in collect_menu_prompts(TRAIN_MENUS, recipe.seed) if recipe.read_reflection or p.failed_plan is None
         ]
         log.info("smollm2-menu: collected", prompts=len(train), recipe=attrs.asdict(recipe))
         losses = sft(model, tokenizer, train, recipe)
         quality = measure(model, tokenizer, collect_menu_prompts(EVAL_MENUS, recipe.seed))
-    save_model(model, tokenizer, base, out)
-    report = {
-        "name": NAME,
-        "build_version": BUILD_VERSION,
-        "base": str(base),
-        "recipe": attrs.asdict(recipe),
-        "losses": [round(v, 5) for v in losses],
-        "quality": quality,
-    }
-    (out / "build_report.json").write_text(json.dumps(report, indent=2) + "\n")
+        return {"losses": [round(v, 5) for v in losses], "quality": quality}
+
+    fine_tune_smollm2(out, NAME, BUILD_VERSION, recipe, fit)
 
 
 def build_smollm2_menu(

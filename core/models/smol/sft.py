@@ -1,14 +1,17 @@
-"""The short supervised fine-tunes that build the SmolLM2 models (``smollm2-menu``, ``smollm2-revise``): padded
-batches of (ids, labels) rows, AdamW at a constant rate, and saving the result beside the base's tokenizer files."""
+"""The short supervised fine-tunes that build the SmolLM2 models (``smollm2-menu``, ``smollm2-revise``,
+``smollm2-rps``): padded batches of (ids, labels) rows, AdamW at a constant rate, saving the result beside the base's
+tokenizer files, and the load-train-save-report frame the builds share (``fine_tune_smollm2``)."""
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import structlog
 
 log = structlog.get_logger("arena.models.smol.sft")
@@ -62,3 +65,32 @@ def save_model(model: Any, tokenizer: Any, base: Path, out: Path) -> None:
     for name in ("tokenizer_config.json", "chat_template.jinja"):
         if (base / name).is_file():
             shutil.copy(base / name, out / name)
+
+
+def fine_tune_smollm2(
+    out: Path, name: str, build_version: int, recipe: Any, fit: Callable[[Any, Any], dict[str, Any]]
+) -> None:
+    """Build a model on SmolLM2-135M-Instruct into ``out``: load the base (float32, torch deterministic on 2 threads,
+    seeded with ``recipe.seed``), let ``fit(model, tokenizer)`` train it and return its report entries (``losses``,
+    ``quality``, ...), then save the model and ``build_report.json`` (name, version, base, recipe, the entries)."""
+    import torch
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    from arena.core.models import smollm2
+    from arena.core.models.tiny.sft import deterministic_torch
+
+    base = Path(smollm2.build_smollm2())
+    with deterministic_torch(2):
+        torch.manual_seed(recipe.seed)
+        tokenizer = AutoTokenizer.from_pretrained(base)
+        model = LlamaForCausalLM.from_pretrained(base, dtype=torch.float32).eval()
+        entries = fit(model, tokenizer)
+    save_model(model, tokenizer, base, out)
+    report = {
+        "name": name,
+        "build_version": build_version,
+        "base": str(base),
+        "recipe": attrs.asdict(recipe),
+        **entries,
+    }
+    (out / "build_report.json").write_text(json.dumps(report, indent=2) + "\n")
