@@ -151,8 +151,8 @@ def balanced_opponents(
 ) -> list[PoolMember]:
     """``groups`` opponents in proportion to ``pool.sampling_weights``: each member gets ``floor(p·groups)``
     groups, the groups left over go to members drawn without replacement in proportion to their remainders, and
-    the list is shuffled. Each member's expected share is its probability, as with independent draws, but an
-    iteration of 2 groups against a 50/50 pool always meets both members."""
+    the list is shuffled. Each member gets its quota p·groups rounded down or up (independent draws can give it
+    anything from 0 to ``groups``), so an iteration of 2 groups against a 50/50 pool always meets both members."""
     weights = pool.sampling_weights(learner, pfsp)
     names = list(weights)
     quota = np.array([weights[n] * groups for n in names], dtype=float)
