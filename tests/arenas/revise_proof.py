@@ -1,4 +1,4 @@
-"""HeRL's testbed in numbers (issue 26): HeRL against GRPO on ``instruct_revise`` with ``smollm2-revise``.
+"""HeRL's testbed in numbers (issue 26): HeRL and GOLF against GRPO on ``instruct_revise`` with ``smollm2-revise``.
 
     python -m tests.arenas.revise_proof runs/revise_proof     # ROOT/<method>_s<seed>: arena train --dump-rollouts
 
@@ -6,11 +6,13 @@ The methods (``O`` = ``learners.0.options.herl``): ``grpo`` (instruct_revise_grp
 the injected revision trained in the revision prompt); ``herl_original`` (``O.train_context=original``: trained as
 the instruction's answer); ``herl_naive`` and ``herl_naive_original``, the ablations of each with
 ``O.naive_prompt=true`` (revisions asked for without naming the missed constraint); ``<method>_8it``: the same with
-``iterations=8``, twice the budget.
+``iterations=8``, twice the budget. GOLF's arms: ``golf`` (instruct_revise_golf); ``golf_grpo`` (its GRPO twin
+instruct_revise_golf_grpo, mean-centred advantages as GOLF's); ``golf_noinject``, the ablation
+``learners.0.options.golf.inject=false`` (the refiner group trains, nothing is injected into the answers' groups).
 
 Per run, from its rollout dumps: the policy's own answers that met their constraint (the injected samples left out),
 by iteration; the groups with a learning signal (a non-zero advantage on some sample); the injected samples that
-are revisions (not copies of a draft) and met the constraint. From its metrics: held-out success (``eval/mean_return``,
+are revisions (not copies of a draft) and met the constraint; GOLF's refinements that met it and its injections. From its metrics: held-out success (``eval/mean_return``,
 the 70 held-out tasks once each: a score is 0 or 1) before and after. With ``--logprob``, a measure without the
 sampling noise of 70 answers: the mean token log-probability of the held-out tasks' reference answers (short answers
 that meet the constraint, ``instruct.reference_answer``) under the run's final policy, less under smollm2-revise.
@@ -29,7 +31,18 @@ from typing import Any
 from arena.arenas.instruct import InstructAdapter, reference_answer, tasks_for
 from tests.arenas.doors_proof import fmt
 
-METHODS = ("herl", "herl_original", "grpo", "herl_naive", "herl_naive_original", "herl_original_8it", "grpo_8it")
+METHODS = (
+    "herl",
+    "herl_original",
+    "grpo",
+    "herl_naive",
+    "herl_naive_original",
+    "herl_original_8it",
+    "grpo_8it",
+    "golf",
+    "golf_grpo",
+    "golf_noinject",
+)
 #: (method, baseline) pairs compared seed by seed.
 COMPARISONS = (
     ("herl", "grpo"),
@@ -38,6 +51,10 @@ COMPARISONS = (
     ("herl", "herl_naive"),
     ("herl_original", "herl_naive_original"),
     ("herl_original_8it", "grpo_8it"),
+    ("golf", "golf_grpo"),
+    ("golf", "golf_noinject"),
+    ("golf_noinject", "golf_grpo"),
+    ("golf", "herl_original"),
 )
 #: The opening of HeRL's revision prompt: an injected revision was sampled in it (``rollout_context_text``) and,
 #: with ``train_context: revision``, is trained in it too (``context_text``).
@@ -53,21 +70,34 @@ def rollout_rates(run: Path) -> dict[str, Any]:
     own: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     groups: dict[str, bool] = defaultdict(bool)
     injected = [0, 0, 0]  # revisions, revisions that met the constraint, copies of a draft (fallbacks)
+    refinements = [0, 0, 0]  # GOLF: refinements, refinements that met the constraint, injections
     for dump in sorted((run / "rollouts").glob("iter_*.jsonl")):
         iteration = int(dump.stem.split("_")[1])
         for sample in map(json.loads, dump.read_text().splitlines()):
+            met = sample["reward_terms"].get("env", 0.0) >= 1.0
+            if sample["kind"] == "refinement":
+                refinements[0] += 1
+                refinements[1] += met
             if sample["kind"] != "action":
                 continue
             groups[f"{iteration}/{sample['group_id']}"] |= abs(sample["advantage"]) > 1e-9
-            if sample.get("injected") != "herl":
-                own[iteration][0] += sample["reward_terms"].get("env", 0.0) >= 1.0
+            if sample.get("injected") == "golf":
+                refinements[2] += 1  # a refinement that met the constraint, trained as the instruction's answer
+            elif not sample.get("injected"):
+                own[iteration][0] += met
                 own[iteration][1] += 1
             elif not is_revision(sample):
                 injected[2] += 1  # a copy of the best draft, in the original prompt
             else:
                 injected[0] += 1
-                injected[1] += sample["reward_terms"].get("env", 0.0) >= 1.0
+                injected[1] += met
     iterations = sorted(own)
+    golf = {}
+    if refinements[0]:
+        golf = {
+            "refinements met": refinements[1] / refinements[0],
+            "GOLF injections (of groups)": f"{refinements[2]} ({len(groups)})",
+        }
     return {
         "own answers met, by iteration": [round(own[i][0] / own[i][1], 3) for i in iterations],
         "own answers met": sum(own[i][0] for i in iterations) / sum(own[i][1] for i in iterations),
@@ -75,6 +105,7 @@ def rollout_rates(run: Path) -> dict[str, Any]:
         / sum(own[i][1] for i in iterations[-2:]),
         "groups with a signal": sum(groups.values()) / len(groups),
         "injected revisions (met) / fallbacks": f"{injected[0]} ({injected[1]}) / {injected[2]}",
+        **golf,
     }
 
 
@@ -188,7 +219,7 @@ def main() -> None:
                 gain = mean_logprob(final_policy(run), references) - base
                 rows[method]["held-out reference log-prob, end - start"][seed] = gain
     print()
-    for key in rows["grpo"]:
+    for key in dict.fromkeys(k for m in METHODS for k in rows[m]):
         print(f"### {key}")
         for method in METHODS:
             if rows[method][key]:

@@ -517,3 +517,27 @@ def test_revise_configs_are_twins_on_the_kind_sets() -> None:
             left.pop(key, None)
             right.pop(key, None)
         assert left == right
+
+
+def test_golf_configs_are_twins_of_herls_testbed_with_golfs_advantages() -> None:
+    """GOLF on HeRL's testbed: the GOLF config and its GRPO twin differ only in the method, share GOLF's mean-centred
+    advantages, and are HeRL's configs in everything but the learner's plugins and options."""
+    import attrs
+
+    from arena.core.config.loader import load_config
+    from arena.core.learn.run_config import TrainConfig
+    from arena.plugins import golf as golf_plugin
+
+    golf, twin, herl = (load_config(TrainConfig, f"instruct_revise_{m}") for m in ("golf", "golf_grpo", "herl"))
+    assert golf.learners[0].plugins == ["golf", "grpo"] and twin.learners[0].plugins == ["grpo"]
+    assert golf.learners[0].options["grpo"] == twin.learners[0].options["grpo"] == {"std_norm": False}
+    opts = golf_plugin.settings(golf.learners[0].options)
+    assert (opts.n, opts.inject, opts.train_refiner) == (8, True, True)
+    assert golf_plugin.threshold_for(golf.arena, opts.threshold) == 0.25
+    for other in (twin, herl):
+        for a, b in ((golf, other), (golf.learners[0], other.learners[0])):
+            left, right = attrs.asdict(a), attrs.asdict(b)
+            for key in ("learners", "plugins", "options"):
+                left.pop(key, None)
+                right.pop(key, None)
+            assert left == right

@@ -62,3 +62,24 @@ def test_revisions_trained_in_the_original_prompt_count_as_revisions(tmp_path: P
 def test_a_run_counts_once_it_has_evaluated_before_and_after(tmp_path: Path) -> None:
     assert finished(write_run(tmp_path / "done", [sample("g0", 0.0, 0.0)], [0.1, 0.2]))
     assert not finished(write_run(tmp_path / "running", [sample("g0", 0.0, 0.0)], [0.1]))
+
+
+def test_golf_injections_and_refinements_are_not_the_policys_own_answers(tmp_path: Path) -> None:
+    """GOLF's refiner group (``kind: refinement``) and its injected refinement are counted apart from the answers the
+    policy wrote to the instruction; counting the injection as the policy's own would credit GOLF with a pass it
+    was handed."""
+    refinement = {**sample("g0/golf-e0", 1.0, 0.5), "kind": "refinement"}
+    samples = [
+        sample("g0", 0.0, -0.125),
+        {**sample("g0", 1.0, 0.875), "injected": "golf"},
+        refinement,
+        {**refinement, "reward_terms": {"env": 0.0}, "advantage": -0.5},
+        sample("g1", 0.0, 0.0),
+        sample("g1", 0.0, 0.0),
+    ]
+    rates = rollout_rates(write_run(tmp_path / "golf_s0", samples, [0.0, 0.1]))
+    assert rates["own answers met"] == 0.0
+    assert rates["groups with a signal"] == 1 / 2
+    assert rates["refinements met"] == 1 / 2
+    assert rates["GOLF injections (of groups)"] == "1 (2)"
+    assert rates["injected revisions (met) / fallbacks"] == "0 (0) / 0"

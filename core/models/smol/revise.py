@@ -133,6 +133,8 @@ def collect_revision_prompts(
     """``model``'s drafts for every ``split`` task of ``KINDS`` (the first ``limit``; the config's sampling), and
     HeRL's revision prompt for each draft that failed, written by the ``herl`` plugin's ``augment_group``. ``pool``
     (a ``BackendPool``) may hold the model's backend (tests use a scripted one)."""
+    from tqdm import tqdm
+
     from arena.arenas.instruct import tasks_for
     from arena.core.api.augment import GroupTask
     from arena.core.api.records import TrialSpec
@@ -147,7 +149,14 @@ def collect_revision_prompts(
     learner = config.learners[0]
     kwargs = {"split": split, "kinds": list(KINDS)}
     tasks = tasks_for(split, kinds=KINDS)[:limit]
-    engine = RolloutEngine(PluginSet([]), attrs.evolve(config.trial, episodes=1), backends=pool or BackendPool())
+    # The drafts are most of the build's first half (about 6 minutes on 2 cores): show them going.
+    drafting = tqdm(total=len(tasks), desc=f"{NAME} drafts", unit="task", disable=None, leave=False)
+    engine = RolloutEngine(
+        PluginSet([]),
+        attrs.evolve(config.trial, episodes=1),
+        backends=pool or BackendPool(),
+        on_trial_end=lambda _record: drafting.update(),
+    )
     specs = [
         TrialSpec(
             trial_id=f"{NAME}-{split}-{seed}-{i}",
@@ -162,7 +171,9 @@ def collect_revision_prompts(
     herl = PluginSet(["herl"])
     options = {"herl": dict(learner.options["herl"])}
     prompts: list[RevisionPrompt] = []
-    for trial in engine.run(specs):
+    trials = engine.run(specs)
+    drafting.close()
+    for trial in trials:
         for sample in trial_samples(trial, learner.name, (model,)):
             details = sample.meta["details"]
             if details["score"] >= 1.0:
