@@ -12,8 +12,9 @@ instruct_revise_golf_grpo, mean-centred advantages as GOLF's); ``golf_noinject``
 
 Per run, from its rollout dumps: the policy's own answers that met their constraint (the injected samples left out),
 by iteration; the groups with a learning signal (a non-zero advantage on some sample); the injected samples that
-are revisions (not copies of a draft) and met the constraint; GOLF's refinements that met it and its injections. From its metrics: held-out success (``eval/mean_return``,
-the 70 held-out tasks once each: a score is 0 or 1) before and after. With ``--logprob``, a measure without the
+are revisions (not copies of a draft) and met the constraint; GOLF's refinements that met it and its injections.
+From its metrics: held-out success (``eval/mean_return``, the 70 held-out tasks once each: a score is 0 or 1)
+before and after. With ``--logprob``, a measure without the
 sampling noise of 70 answers: the mean token log-probability of the held-out tasks' reference answers (short answers
 that meet the constraint, ``instruct.reference_answer``) under the run's final policy, less under smollm2-revise.
 Per method: mean over seeds with a Student-t 95% interval; the ``COMPARISONS`` paired by seed (the same tasks and
