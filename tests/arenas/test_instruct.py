@@ -499,8 +499,6 @@ def test_trials_through_the_rollout_engine() -> None:
 
 def test_revise_configs_are_twins_on_the_kind_sets() -> None:
     """HeRL's testbed (docs/testbeds.md section 8): the HeRL config and its GRPO twin differ only in the method."""
-    import attrs
-
     from arena.core.config.loader import load_config
     from arena.core.learn.run_config import TrainConfig
     from arena.core.models.smol.revise import KINDS
@@ -511,8 +509,15 @@ def test_revise_configs_are_twins_on_the_kind_sets() -> None:
     assert herl.eval.games == len(tasks_for("test", kinds=KINDS))
     assert herl.learners[0].plugins == ["herl", "grpo"] and grpo.learners[0].plugins == ["grpo"]
     assert herl.learners[0].model == grpo.learners[0].model == "smollm2-revise"
-    for a, b in ((herl, grpo), (herl.learners[0], grpo.learners[0])):
-        left, right = attrs.asdict(a), attrs.asdict(b)
+    assert_same_but_the_method(herl, grpo)
+
+
+def assert_same_but_the_method(a: Any, b: Any) -> None:
+    """Two run configs are equal once each one's learner plugins and options are left out."""
+    import attrs
+
+    for x, y in ((a, b), (a.learners[0], b.learners[0])):
+        left, right = attrs.asdict(x), attrs.asdict(y)
         for key in ("learners", "plugins", "options"):
             left.pop(key, None)
             right.pop(key, None)
@@ -522,8 +527,6 @@ def test_revise_configs_are_twins_on_the_kind_sets() -> None:
 def test_golf_configs_are_twins_of_herls_testbed_with_golfs_advantages() -> None:
     """GOLF on HeRL's testbed: the GOLF config and its GRPO twin differ only in the method, share GOLF's mean-centred
     advantages, and are HeRL's configs in everything but the learner's plugins and options."""
-    import attrs
-
     from arena.core.config.loader import load_config
     from arena.core.learn.run_config import TrainConfig
     from arena.plugins import golf as golf_plugin
@@ -535,9 +538,4 @@ def test_golf_configs_are_twins_of_herls_testbed_with_golfs_advantages() -> None
     assert (opts.n, opts.inject, opts.train_refiner) == (8, True, True)
     assert golf_plugin.threshold_for(golf.arena, opts.threshold) == 0.25
     for other in (twin, herl):
-        for a, b in ((golf, other), (golf.learners[0], other.learners[0])):
-            left, right = attrs.asdict(a), attrs.asdict(b)
-            for key in ("learners", "plugins", "options"):
-                left.pop(key, None)
-                right.pop(key, None)
-            assert left == right
+        assert_same_but_the_method(golf, other)
