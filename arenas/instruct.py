@@ -15,7 +15,10 @@ meets every constraint of a task (the tests use it to prove every generated task
 
 ``kinds=[...]`` swaps the tiers for one-constraint task sets of those kinds (``kind_tasks``: 100 per kind, ids
 ``{kind}.{k:03d}``, interleaved kind by kind): HeRL's and GOLF's testbed (docs/testbeds.md) trains on the kinds a
-model fails on the first try and meets once its revision is told what it missed.
+model fails on the first try and meets once its revision is told what it missed. A kind set may name a combination
+of kinds joined by ``+`` (``lowercase+min_words``): tasks with one constraint of each, in that order, ids
+``lowercase+min_words.{k:03d}``. Those are where HeRL's rubric lists can say more than the instruction does: a draft
+meets some constraints and misses others, and only the lists say which.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ __all__ = [
     "InstructEnv",
     "InstructTask",
     "all_tasks",
+    "combination",
     "critique",
     "evaluate",
     "generate_tasks",
@@ -300,19 +304,21 @@ def _limit(rng: random.Random, measured: int, options: Sequence[int], margin: in
     return rng.choice(fitting) if fitting else -(-(measured + margin) // 10) * 10
 
 
-def _draw_task(task_id: str, tier: int, rng: random.Random, only: str | None = None) -> InstructTask:
-    """A task of ``tier`` constraints drawn from ``rng``; ``only`` fixes the kind of a one-constraint task."""
-    if only is not None and tier != 1:
-        raise ValueError("only a one-constraint task can fix its kind")
+def _draw_task(task_id: str, tier: int, rng: random.Random, only: Sequence[str] | None = None) -> InstructTask:
+    """A task of ``tier`` constraints drawn from ``rng``; ``only`` fixes the kinds, one per constraint in order."""
+    if only is not None and len(only) != tier:
+        raise ValueError(f"only names {len(only)} kinds for a task of {tier} constraints")
     genre, _noun = GENRES[rng.randrange(len(GENRES))]
     topic, topic_keywords = TOPICS[rng.randrange(len(TOPICS))]
     keywords = list(topic_keywords)
     kinds: list[str] = []
     constraints: list[Constraint] = []
     while len(constraints) < tier:
-        options = [only] if only is not None else [k for k in KINDS if compatible(kinds, k)]
+        options = [only[len(kinds)]] if only is not None else [k for k in KINDS if compatible(kinds, k)]
         if not keywords:
             options = [k for k in options if k not in ("include_keyword", "keyword_frequency")]
+        if not options:
+            raise ValueError(f"{task_id}: the topic has no keyword left for a {'+'.join(only or ())} task")
         kind = rng.choice(options)
         kinds.append(kind)
         constraints.append(_draw_constraint(rng, kind, keywords))
@@ -354,31 +360,48 @@ def all_tasks() -> tuple[InstructTask, ...]:
     return generate_tasks()
 
 
+def combination(kind: str) -> tuple[str, ...]:
+    """The kinds a kind set's name joins with ``+`` (``"lowercase+min_words"``), checked: known, and each
+    compatible with the ones before it (no conflict, no repeat)."""
+    kinds = tuple(kind.split("+"))
+    for i, k in enumerate(kinds):
+        if k not in KINDS:
+            raise ValueError(f"unknown constraint kind {k!r}; kinds: {', '.join(sorted(KINDS))}")
+        if not compatible(kinds[:i], k):
+            raise ValueError(f"{kind!r}: {k!r} cannot join {'+'.join(kinds[:i])!r} in one task")
+    return kinds
+
+
+def is_kind_set(name: str) -> bool:
+    """Whether ``name`` names a kind set (``json``, ``lowercase+min_words``) rather than the tiers' ``t<tier>``."""
+    return all(k in KINDS for k in name.split("+"))
+
+
 @functools.cache
 def kind_tasks(kind: str) -> tuple[InstructTask, ...]:
-    """``TASKS_PER_TIER`` one-constraint tasks whose constraint is of ``kind``: ids ``{kind}.{k:03d}``, each drawn
-    like the tiers' tasks from ``random.Random`` seeded with its id, split by the same hash (about 20 % held out).
-    A set of its own, apart from the tiers: the testbed of HeRL and GOLF (issue 26) trains on the kinds a model
-    fails on the first try and fixes once told what it missed, and the tiers hold only a few tasks of each kind."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown constraint kind {kind!r}; kinds: {', '.join(sorted(KINDS))}")
+    """``TASKS_PER_TIER`` tasks whose constraints are of ``kind`` (one kind, or a combination ``a+b``: one
+    constraint of each, in order): ids ``{kind}.{k:03d}``, each drawn like the tiers' tasks from ``random.Random``
+    seeded with its id, split by the same hash (about 20 % held out). A set of its own, apart from the tiers: the
+    testbed of HeRL and GOLF (issue 26) trains on the kinds a model fails on the first try and fixes once told what
+    it missed, and the tiers hold only a few tasks of each kind."""
+    kinds = combination(kind)
     tasks: list[InstructTask] = []
     seen: set[str] = set()
     for k in range(TASKS_PER_TIER):
         task_id = f"{kind}.{k:03d}"
         rng = random.Random(f"instruct:{task_id}")
-        task = _draw_task(task_id, 1, rng, only=kind)
+        task = _draw_task(task_id, len(kinds), rng, only=kinds)
         while task.prompt() in seen:
-            task = _draw_task(task_id, 1, rng, only=kind)
+            task = _draw_task(task_id, len(kinds), rng, only=kinds)
         seen.add(task.prompt())
         tasks.append(task)
     return tuple(tasks)
 
 
 def task_by_id(task_id: str) -> InstructTask:
-    """A task of the tiers (``t1.000``) or of a kind's set (``json.007``)."""
+    """A task of the tiers (``t1.000``) or of a kind set (``json.007``, ``lowercase+min_words.007``)."""
     kind = task_id.rpartition(".")[0]
-    for task in kind_tasks(kind) if kind in KINDS else all_tasks():
+    for task in kind_tasks(kind) if is_kind_set(kind) else all_tasks():
         if task.task_id == task_id:
             return task
     raise KeyError(f"no instruct task {task_id!r}")

@@ -17,6 +17,10 @@ by kind (drafts, first-try pass, failed drafts, pass after the hindsight revisio
 draft, for one refinement in GOLF's aggregated prompt (``plugins.golf.refinement_prompt``: the task's failed drafts
 with their critiques) at GOLF's T 1.0, and adds its pass rate per task. ``--show`` prints the table of an earlier
 run again.
+
+A kind set may join kinds with ``+`` (``--kinds lowercase+min_words``: tasks with one constraint of each). There a
+failed draft often meets some of its constraints, and the table adds what HeRL's "keep them satisfied" list is for:
+of the failed drafts that met at least one constraint, the share whose revision still meets every one of them.
 """
 
 from __future__ import annotations
@@ -70,8 +74,9 @@ def measure(
             {
                 "task_id": task.task_id,
                 "split": task.split,
-                "kind": task.constraints[0].kind,
+                "kind": "+".join(c.kind for c in task.constraints),
                 "draft": sample.completion_text,
+                "draft_met": list(evaluate(task, sample.completion_text.strip())),
                 "draft_pass": bool(all(evaluate(task, sample.completion_text.strip()))),
             }
         )
@@ -97,7 +102,9 @@ def measure(
         for i, completions in zip(failed, backend.generate(requests), strict=True):
             text = completions[0].text
             rows[i][name] = text
-            rows[i][f"{name}_pass"] = bool(all(evaluate(task_by_id(rows[i]["task_id"]), text.strip())))
+            met = evaluate(task_by_id(rows[i]["task_id"]), text.strip())
+            rows[i][f"{name}_met"] = list(met)
+            rows[i][f"{name}_pass"] = bool(all(met))
     if golf:
         by_task: dict[str, list[int]] = collections.defaultdict(list)
         for i in failed:
@@ -123,13 +130,26 @@ def measure(
     return rows
 
 
+def kept(rows: list[dict[str, Any]], name: str) -> str:
+    """Of the failed drafts that met some constraint, the share whose ``name`` revision still meets all of those
+    (``-`` where no failed draft met any, as on one-constraint tasks, or the rows predate the measurement)."""
+    partial = [r for r in rows if not r["draft_pass"] and any(r.get("draft_met", ()))]
+    if not partial:
+        return "-"
+    held = sum(
+        all(after for before, after in zip(r["draft_met"], r[f"{name}_met"], strict=True) if before) for r in partial
+    )
+    return f"{held / len(partial):.3f} ({len(partial)})"
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     by_kind: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
     for row in rows:
         by_kind[row["kind"]].append(row)
     lines = [
-        "| kind | drafts | first try passed | failed drafts | revision passed: hindsight | naive | GOLF, per task |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| kind | drafts | first try passed | failed drafts | revision passed: hindsight | naive"
+        " | kept what the draft met: hindsight | naive | GOLF, per task |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
 
     def line(name: str, group: list[dict[str, Any]]) -> str:
@@ -139,7 +159,10 @@ def table(rows: list[dict[str, Any]]) -> str:
         naive = sum(r["naive_pass"] for r in failed) / len(failed) if failed else float("nan")
         refined = [r["golf_pass"] for r in group if "golf_pass" in r]  # one row per task with a failed draft
         golf = f"{sum(refined) / len(refined):.3f} ({len(refined)})" if refined else "-"
-        return f"| {name} | {len(group)} | {first:.3f} | {len(failed)} | {hind:.3f} | {naive:.3f} | {golf} |"
+        kept_by = f"{kept(group, 'hindsight')} | {kept(group, 'naive')}"
+        return (
+            f"| {name} | {len(group)} | {first:.3f} | {len(failed)} | {hind:.3f} | {naive:.3f} | {kept_by} | {golf} |"
+        )
 
     for kind in sorted(by_kind, key=lambda k: sum(r["draft_pass"] for r in by_kind[k]) / len(by_kind[k])):
         lines.append(line(kind, by_kind[kind]))

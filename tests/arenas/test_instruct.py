@@ -293,6 +293,27 @@ def test_kinds_interleave_and_leave_the_tiers_alone() -> None:
         task_by_id("json.100")
 
 
+def test_combined_kind_sets_hold_one_constraint_of_each_kind_in_order() -> None:
+    """``a+b`` kind sets: the multi-constraint testbed where HeRL's rubric lists say more than the instruction."""
+    tasks = kind_tasks("lowercase+min_words")
+    assert [t.task_id for t in tasks] == [f"lowercase+min_words.{k:03d}" for k in range(100)]
+    assert all(t.tier == 2 and [c.kind for c in t.constraints] == ["lowercase", "min_words"] for t in tasks)
+    assert len({t.prompt() for t in tasks}) == 100
+    assert all(all(evaluate(t, reference_answer(t))) for t in tasks)
+    assert task_by_id("lowercase+min_words.042") == tasks[42]
+    mixed = tasks_for("test", kinds=["quotes", "lowercase+min_words"])
+    assert {len(t.constraints) for t in mixed} == {1, 2}
+    assert [t.task_id.rpartition(".")[0] for t in mixed[:2]] == ["quotes", "lowercase+min_words"]
+    env = InstructEnv(split="test", kinds=["uppercase+no_commas"])
+    assert all(t.task_id.startswith("uppercase+no_commas.") for t in env.tasks)
+    with pytest.raises(ValueError, match="cannot join"):
+        kind_tasks("lowercase+uppercase")  # conflicting cases
+    with pytest.raises(ValueError, match="cannot join"):
+        kind_tasks("quotes+quotes")
+    with pytest.raises(ValueError, match="unknown constraint kind 'haiku'"):
+        tasks_for("train", kinds=["lowercase+haiku"])
+
+
 def test_split_is_a_stable_hash_of_the_id() -> None:
     train, test = tasks_for("train"), tasks_for("test")
     assert {t.task_id for t in train} | {t.task_id for t in test} == {t.task_id for t in TASKS}
