@@ -70,14 +70,15 @@ def measure(
     for sample in samples:
         details = sample.meta["details"]
         task = task_by_id(details["task_id"])
+        met = evaluate(task, sample.completion_text.strip())
         rows.append(
             {
                 "task_id": task.task_id,
                 "split": task.split,
                 "kind": "+".join(c.kind for c in task.constraints),
                 "draft": sample.completion_text,
-                "draft_met": list(evaluate(task, sample.completion_text.strip())),
-                "draft_pass": bool(all(evaluate(task, sample.completion_text.strip()))),
+                "draft_met": list(met),
+                "draft_pass": bool(all(met)),
             }
         )
     failed = [i for i, row in enumerate(rows) if not row["draft_pass"]]
