@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,7 +59,10 @@ CONFIG = "instruct_revise_herl"
 #: Words of the draft a fix keeps (whole sentences up to this many, else the first this many words): an
 #: uppercased draft takes about twice the tokens, and the revision shares the answer's 128-token budget.
 KEEP_WORDS = 40
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+#: The answer's token budget in ``CONFIG`` (``trial.prompt.max_new_tokens``): a revision row longer than this would
+#: teach an answer the arena cuts off (``tests/models/test_smollm2_revise.py`` pins it to the config).
+ANSWER_TOKENS = 128
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @attrs.frozen
@@ -71,6 +74,18 @@ class ReviseRecipe:
     #: Also train each instruction's own prompt on SmolLM2's failed draft, to keep the first answers SmolLM2's own
     #: (module docstring).
     anchor: bool = True
+
+
+@attrs.frozen
+class ReviseModel:
+    """One model this recipe builds: its name and build version (the cache folder), the instruct kind sets whose
+    training tasks it drafts on, and the revision it learns for a failed draft (``fix(task, draft)``, which must
+    pass the arena's checker). ``REVISE`` is ``smollm2-revise``; ``revise_pairs.PAIRS`` the two-constraint one."""
+
+    name: str
+    build_version: int
+    kinds: tuple[str, ...]
+    fix: Callable[[InstructTask, str], str]
 
 
 @attrs.frozen
@@ -90,7 +105,7 @@ def opening(draft: str, words: int = KEEP_WORDS) -> str:
     is longer), on one line."""
     flat = " ".join(draft.split())
     kept: list[str] = []
-    for sentence in _SENTENCE.split(flat):
+    for sentence in SENTENCE_END.split(flat):
         if kept and len(" ".join([*kept, sentence]).split()) > words:
             break
         kept.append(sentence)
@@ -98,7 +113,7 @@ def opening(draft: str, words: int = KEEP_WORDS) -> str:
     return " ".join(text.split()[:words]) if len(text.split()) > words else text
 
 
-def _rewrite(kind: str, phrase: str, body: str) -> str:
+def rewrite(kind: str, phrase: str, body: str) -> str:
     if kind == "lowercase":
         return body.lower()
     if kind == "uppercase":
@@ -117,10 +132,13 @@ def fix(task: InstructTask, draft: str) -> str:
     from arena.arenas.instruct import evaluate
 
     constraint = task.constraints[0]
-    revised = _rewrite(constraint.kind, constraint.phrase, opening(draft).strip().strip('"').strip())
+    revised = rewrite(constraint.kind, constraint.phrase, opening(draft).strip().strip('"').strip())
     if all(evaluate(task, revised)):
         return revised
-    return _rewrite(constraint.kind, constraint.phrase, task.request)
+    return rewrite(constraint.kind, constraint.phrase, task.request)
+
+
+REVISE = ReviseModel(NAME, BUILD_VERSION, KINDS, fix)
 
 
 def collect_revision_prompts(
@@ -129,8 +147,9 @@ def collect_revision_prompts(
     model: str = "model:smollm2-135m-instruct",
     pool: BackendPool | None = None,
     limit: int | None = None,
+    kinds: Sequence[str] = KINDS,
 ) -> list[RevisionPrompt]:
-    """``model``'s drafts for every ``split`` task of ``KINDS`` (the first ``limit``; the config's sampling), and
+    """``model``'s drafts for every ``split`` task of ``kinds`` (the first ``limit``; the config's sampling), and
     HeRL's revision prompt for each draft that failed, written by the ``herl`` plugin's ``augment_group``. ``pool``
     (a ``BackendPool``) may hold the model's backend (tests use a scripted one)."""
     from tqdm import tqdm
@@ -147,10 +166,10 @@ def collect_revision_prompts(
 
     config = load_config(TrainConfig, CONFIG)
     learner = config.learners[0]
-    kwargs = {"split": split, "kinds": list(KINDS)}
-    tasks = tasks_for(split, kinds=KINDS)[:limit]
+    kwargs = {"split": split, "kinds": list(kinds)}
+    tasks = tasks_for(split, kinds=kinds)[:limit]
     # The drafts are most of the build's first half (about 6 minutes on 2 cores): show them going.
-    drafting = tqdm(total=len(tasks), desc=f"{NAME} drafts", unit="task", disable=None, leave=False)
+    drafting = tqdm(total=len(tasks), desc="SmolLM2 drafts", unit="task", disable=None, leave=False)
     engine = RolloutEngine(
         PluginSet([]),
         attrs.evolve(config.trial, episodes=1),
@@ -200,20 +219,43 @@ def collect_revision_prompts(
     return prompts
 
 
-def encode(tokenizer: Any, prompt: RevisionPrompt) -> Row:
-    """The prompt's ids (chat template) followed by ``fix``'s revision and end-of-sequence; labels -100 on the
-    prompt."""
-    from arena.arenas.instruct import evaluate, task_by_id
+def encode(
+    tokenizer: Any,
+    prompt: RevisionPrompt,
+    fixer: Callable[[InstructTask, str], str] = fix,
+    budget: int = ANSWER_TOKENS,
+) -> Row:
+    """The prompt's ids (chat template) followed by ``fixer``'s revision and end-of-sequence; labels -100 on the
+    prompt. A revision longer than ``budget`` tokens with its end would be cut off in the arena: the arena's
+    reference answer for the task takes its place (``over_budget`` counts them)."""
+    from arena.arenas.instruct import evaluate, reference_answer, task_by_id
     from arena.core.models.tiny.quality import prompt_ids
 
     task = task_by_id(prompt.task_id)
-    target = fix(task, prompt.draft)
+    target = fixer(task, prompt.draft)
     if not all(evaluate(task, target)):
-        raise AssertionError(f"fix() missed {prompt.task_id}: {target!r}")
-    head = prompt_ids(tokenizer, prompt.messages)
+        raise AssertionError(f"the fix missed {prompt.task_id}: {target!r}")
     body = tokenizer(target, add_special_tokens=False)["input_ids"]
+    if len(body) + 1 > budget:
+        body = tokenizer(reference_answer(task), add_special_tokens=False)["input_ids"]
+    head = prompt_ids(tokenizer, prompt.messages)
     eos = int(tokenizer.eos_token_id)
     return [*head, *body, eos], [-100] * len(head) + [*body, eos]
+
+
+def over_budget(
+    tokenizer: Any,
+    prompts: Sequence[RevisionPrompt],
+    fixer: Callable[[InstructTask, str], str] = fix,
+    budget: int = ANSWER_TOKENS,
+) -> int:
+    """How many of ``prompts``' revisions ``encode`` replaces with the reference answer (over ``budget``)."""
+    from arena.arenas.instruct import task_by_id
+
+    return sum(
+        len(tokenizer(fixer(task_by_id(p.task_id), p.draft), add_special_tokens=False)["input_ids"]) + 1 > budget
+        for p in prompts
+    )
 
 
 def encode_anchor(tokenizer: Any, prompt: RevisionPrompt) -> Row:
@@ -226,9 +268,11 @@ def encode_anchor(tokenizer: Any, prompt: RevisionPrompt) -> Row:
     return [*head, *body, *tail], [-100] * len(head) + [*body, *tail]
 
 
-def training_rows(tokenizer: Any, prompts: Sequence[RevisionPrompt], recipe: ReviseRecipe) -> list[Row]:
-    """A revision row per prompt, then (``recipe.anchor``) an anchor row per prompt."""
-    rows = [encode(tokenizer, p) for p in prompts]
+def training_rows(
+    tokenizer: Any, prompts: Sequence[RevisionPrompt], recipe: ReviseRecipe, spec: ReviseModel = REVISE
+) -> list[Row]:
+    """A revision row per prompt (``spec.fix``'s revision), then (``recipe.anchor``) an anchor row per prompt."""
+    rows = [encode(tokenizer, p, spec.fix) for p in prompts]
     if recipe.anchor:
         if not all(p.original for p in prompts):
             raise ValueError("anchor rows need each draft's own prompt (RevisionPrompt.original)")
@@ -236,21 +280,27 @@ def training_rows(tokenizer: Any, prompts: Sequence[RevisionPrompt], recipe: Rev
     return rows
 
 
-def sft(model: Any, tokenizer: Any, prompts: Sequence[RevisionPrompt], recipe: ReviseRecipe) -> list[float]:
+def sft(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[RevisionPrompt],
+    recipe: ReviseRecipe,
+    spec: ReviseModel = REVISE,
+) -> list[float]:
     """AdamW at a constant rate on ``recipe.steps`` batches of ``recipe.batch`` rows drawn from ``training_rows``
     alike; the loss of every step."""
-    rows = training_rows(tokenizer, prompts, recipe)
+    rows = training_rows(tokenizer, prompts, recipe, spec)
     return sft_steps(
-        model, tokenizer, lambda rng: rng.sample(rows, recipe.batch), recipe.steps, recipe.lr, recipe.seed, NAME
+        model, tokenizer, lambda rng: rng.sample(rows, recipe.batch), recipe.steps, recipe.lr, recipe.seed, spec.name
     )
 
 
-def revise_model_dir(recipe: ReviseRecipe | None = None) -> Path:
+def revise_model_dir(recipe: ReviseRecipe | None = None, spec: ReviseModel = REVISE) -> Path:
     recipe = recipe or ReviseRecipe()
-    return models_dir() / f"{NAME}-v{BUILD_VERSION}-seed{recipe.seed}"
+    return models_dir() / f"{spec.name}-v{spec.build_version}-seed{recipe.seed}"
 
 
-def _build_into(out: Path, recipe: ReviseRecipe) -> None:
+def _build_into(out: Path, recipe: ReviseRecipe, spec: ReviseModel) -> None:
     import torch
     from transformers import AutoTokenizer, LlamaForCausalLM
 
@@ -259,42 +309,47 @@ def _build_into(out: Path, recipe: ReviseRecipe) -> None:
     base = Path(smollm2.build_smollm2())
     with deterministic_torch(2):
         torch.manual_seed(recipe.seed)
-        prompts = collect_revision_prompts("train", recipe.seed)
-        log.info("smollm2-revise: collected", prompts=len(prompts), recipe=attrs.asdict(recipe))
+        prompts = collect_revision_prompts("train", recipe.seed, kinds=spec.kinds)
+        log.info(f"{spec.name}: collected", prompts=len(prompts), recipe=attrs.asdict(recipe))
         tokenizer = AutoTokenizer.from_pretrained(base)
         model = LlamaForCausalLM.from_pretrained(base, dtype=torch.float32).eval()
-        losses = sft(model, tokenizer, prompts, recipe)
+        losses = sft(model, tokenizer, prompts, recipe, spec)
     save_model(model, tokenizer, base, out)
     report = {
-        "name": NAME,
-        "build_version": BUILD_VERSION,
+        "name": spec.name,
+        "build_version": spec.build_version,
         "base": str(base),
-        "kinds": list(KINDS),
+        "kinds": list(spec.kinds),
         "recipe": attrs.asdict(recipe),
         "prompts": len(prompts),
+        "over_budget": over_budget(tokenizer, prompts, spec.fix),
         "losses": [round(v, 5) for v in losses],
     }
     (out / "build_report.json").write_text(json.dumps(report, indent=2) + "\n")
 
 
 def build_smollm2_revise(
-    force: bool = False, recipe: ReviseRecipe | None = None, out_dir: Path | str | None = None
+    force: bool = False,
+    recipe: ReviseRecipe | None = None,
+    out_dir: Path | str | None = None,
+    spec: ReviseModel = REVISE,
 ) -> Path:
-    """Build (about 15 minutes on 2 cores) into ``out_dir``, default the cache; only the default recipe fills it."""
+    """Build (about 15 minutes on 2 cores for ``REVISE``) into ``out_dir``, default the cache; only the default
+    recipe fills it."""
     recipe = recipe or ReviseRecipe()
     if out_dir is None and recipe != ReviseRecipe():
-        raise ArenaError(f"only the default recipe builds {NAME!r} into the cache: give an out_dir")
-    target = Path(out_dir) if out_dir is not None else revise_model_dir(recipe)
-    return build_atomically(target, lambda tmp: _build_into(tmp, recipe), force=force)
+        raise ArenaError(f"only the default recipe builds {spec.name!r} into the cache: give an out_dir")
+    target = Path(out_dir) if out_dir is not None else revise_model_dir(recipe, spec)
+    return build_atomically(target, lambda tmp: _build_into(tmp, recipe, spec), force=force)
 
 
-def resolve_smollm2_revise() -> str:
-    return str(build_smollm2_revise())
+def resolve_smollm2_revise(spec: ReviseModel = REVISE) -> str:
+    return str(build_smollm2_revise(spec=spec))
 
 
-def smollm2_revise_info() -> dict[str, Any]:
+def smollm2_revise_info(spec: ReviseModel = REVISE) -> dict[str, Any]:
     """What ``arena models`` shows, without building anything."""
-    path = revise_model_dir()
+    path = revise_model_dir(spec=spec)
     info: dict[str, Any] = {"path": str(path), "built": (path / "config.json").is_file(), "base": smollm2.NAME}
     report = path / "build_report.json"
     if report.is_file():

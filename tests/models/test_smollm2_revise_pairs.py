@@ -1,0 +1,77 @@
+"""``smollm2-revise-pairs`` (core/models/smol/revise_pairs.py): the revision it learns meets both constraints from
+any draft, keeps a draft that met the length at its own sentences and lengthens one that did not, and fits the
+answer's token budget. The build (about 25 minutes) and what it changes are measured in docs/results.md."""
+
+from __future__ import annotations
+
+import pytest
+
+from arena.arenas.instruct import FILLERS, evaluate, kind_tasks, reference_answer, task_by_id
+from arena.core.api.backend import ChatMessage
+from arena.core.config.loader import load_config
+from arena.core.learn.run_config import TrainConfig
+from arena.core.models.smol import revise
+from arena.core.models.smol.revise import RevisionPrompt, encode
+from arena.core.models.smol.revise_pairs import KINDS, NAME, PAIRS, SENTENCE_WORDS, fix
+from tests.models.test_smollm2_revise import DRAFTS
+
+LONG = "The storm came at night. We stayed inside by the fire. " * 6  # 12 sentences, 66 words
+
+
+@pytest.mark.parametrize("kinds", KINDS)
+def test_every_fix_meets_both_constraints(kinds: str) -> None:
+    for task in kind_tasks(kinds)[:25]:
+        for draft in (*DRAFTS, LONG):
+            assert all(evaluate(task, fix(task, draft))), (task.task_id, draft)
+
+
+@pytest.mark.parametrize("kinds", KINDS)
+def test_a_draft_that_met_the_length_keeps_its_own_sentences_and_a_short_one_gets_fillers(kinds: str) -> None:
+    """The "keep" list's meaning in the targets: a draft meeting the length constraint is revised from its own
+    sentences alone; one missing it is lengthened with the arena's fillers (what to do depends on which list the
+    length constraint is in)."""
+    fillers = [f.lower() for f in FILLERS]
+    for task in kind_tasks(kinds)[:25]:
+        assert evaluate(task, LONG)[1]
+        kept = fix(task, LONG).lower()
+        assert kept.strip('"').startswith("the storm came at night.")
+        assert not any(f in kept for f in fillers)
+        short = "The storm came."
+        assert not evaluate(task, short)[1]
+        lengthened = fix(task, short).lower()
+        assert lengthened.strip('"').startswith("the storm came.")
+        rewritten = revise.rewrite(task.constraints[0].kind, task.constraints[0].phrase, short)
+        # (an end_with phrase is a sentence of its own, and sometimes enough)
+        assert any(f in lengthened for f in fillers) or evaluate(task, rewritten)[1]
+
+
+def test_run_on_sentences_are_cut_and_other_tasks_refused() -> None:
+    task = kind_tasks("uppercase+min_sentences")[0]
+    revised = fix(task, "word " * 200)
+    assert revised.split(".")[0].count("WORD") == SENTENCE_WORDS
+    with pytest.raises(ValueError, match="no fix"):
+        fix(kind_tasks("lowercase")[0], "x")
+    with pytest.raises(ValueError, match="no fix"):
+        fix(kind_tasks("min_words+lowercase")[0], "x")
+
+
+def test_the_spec_is_the_pairs_model_and_the_budget_is_the_configs() -> None:
+    assert (PAIRS.name, PAIRS.kinds, PAIRS.fix) == (NAME, KINDS, fix)
+    assert revise.revise_model_dir(spec=PAIRS).name == f"{NAME}-v{PAIRS.build_version}-seed0"
+    assert revise.revise_model_dir().name == f"smollm2-revise-v{revise.BUILD_VERSION}-seed0"  # v3's cache, kept
+    assert load_config(TrainConfig, revise.CONFIG).trial.prompt.max_new_tokens == revise.ANSWER_TOKENS
+
+
+def test_a_revision_over_the_budget_is_replaced_by_the_reference_answer(tokenizer) -> None:  # type: ignore[no-untyped-def]
+    task = kind_tasks("uppercase+min_words")[0]
+    prompt = RevisionPrompt(task.task_id, LONG, messages=(ChatMessage("user", "Revise it."),))
+    assert task_by_id(prompt.task_id) == task
+
+    def taught(budget: int) -> str:
+        _ids, labels = encode(tokenizer, prompt, fix, budget=budget)
+        return str(tokenizer.decode([t for t in labels if t != -100][:-1]))
+
+    assert taught(revise.ANSWER_TOKENS) == fix(task, LONG)
+    assert taught(8) == reference_answer(task)
+    assert revise.over_budget(tokenizer, [prompt], fix, budget=8) == 1
+    assert revise.over_budget(tokenizer, [prompt], fix) == 0
