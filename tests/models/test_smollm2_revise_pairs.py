@@ -56,7 +56,7 @@ def test_run_on_sentences_are_cut_and_other_tasks_refused() -> None:
 
 
 def test_the_spec_is_the_pairs_model_and_the_budget_is_the_configs() -> None:
-    assert (PAIRS.name, PAIRS.kinds, PAIRS.fix) == (NAME, KINDS, fix)
+    assert (PAIRS.name, PAIRS.kinds, PAIRS.fix, PAIRS.budget) == (NAME, KINDS, fix, revise.ANSWER_TOKENS)
     assert revise.revise_model_dir(spec=PAIRS).name == f"{NAME}-v{PAIRS.build_version}-seed0"
     assert revise.revise_model_dir().name == f"smollm2-revise-v{revise.BUILD_VERSION}-seed0"  # v3's cache, kept
     assert load_config(TrainConfig, revise.CONFIG).trial.prompt.max_new_tokens == revise.ANSWER_TOKENS
@@ -67,11 +67,12 @@ def test_a_revision_over_the_budget_is_replaced_by_the_reference_answer(tokenize
     prompt = RevisionPrompt(task.task_id, LONG, messages=(ChatMessage("user", "Revise it."),))
     assert task_by_id(prompt.task_id) == task
 
-    def taught(budget: int) -> str:
-        _ids, labels = encode(tokenizer, prompt, fix, budget=budget)
+    def taught(budget: int | None) -> str:
+        _ids, labels = encode(tokenizer, prompt, PAIRS.fix, PAIRS.budget if budget is None else budget)
         return str(tokenizer.decode([t for t in labels if t != -100][:-1]))
 
-    assert taught(revise.ANSWER_TOKENS) == fix(task, LONG)
+    assert taught(None) == fix(task, LONG)  # PAIRS.budget, the config's
+    assert revise.REVISE.budget is None  # v3's rows are trained whole, as it was built
     assert taught(8) == reference_answer(task)
     assert revise.over_budget(tokenizer, [prompt], fix, budget=8) == 1
     assert revise.over_budget(tokenizer, [prompt], fix) == 0

@@ -86,6 +86,9 @@ class ReviseModel:
     build_version: int
     kinds: tuple[str, ...]
     fix: Callable[[InstructTask, str], str]
+    #: The token budget ``encode`` holds the revision rows to; None trains them whole (v3 was built so: its
+    #: openings of at most 40 words fit but for a rare uppercased one).
+    budget: int | None = None
 
 
 @attrs.frozen
@@ -223,11 +226,11 @@ def encode(
     tokenizer: Any,
     prompt: RevisionPrompt,
     fixer: Callable[[InstructTask, str], str] = fix,
-    budget: int = ANSWER_TOKENS,
+    budget: int | None = None,
 ) -> Row:
     """The prompt's ids (chat template) followed by ``fixer``'s revision and end-of-sequence; labels -100 on the
-    prompt. A revision longer than ``budget`` tokens with its end would be cut off in the arena: the arena's
-    reference answer for the task takes its place (``over_budget`` counts them)."""
+    prompt. With a ``budget``, a revision longer than ``budget`` tokens with its end (the arena would cut it off)
+    is replaced by the arena's reference answer for the task (``over_budget`` counts them)."""
     from arena.arenas.instruct import evaluate, reference_answer, task_by_id
     from arena.core.models.tiny.quality import prompt_ids
 
@@ -236,7 +239,7 @@ def encode(
     if not all(evaluate(task, target)):
         raise AssertionError(f"the fix missed {prompt.task_id}: {target!r}")
     body = tokenizer(target, add_special_tokens=False)["input_ids"]
-    if len(body) + 1 > budget:
+    if budget is not None and len(body) + 1 > budget:
         body = tokenizer(reference_answer(task), add_special_tokens=False)["input_ids"]
     head = prompt_ids(tokenizer, prompt.messages)
     eos = int(tokenizer.eos_token_id)
@@ -249,7 +252,7 @@ def over_budget(
     fixer: Callable[[InstructTask, str], str] = fix,
     budget: int = ANSWER_TOKENS,
 ) -> int:
-    """How many of ``prompts``' revisions ``encode`` replaces with the reference answer (over ``budget``)."""
+    """How many of ``prompts``' revisions ``encode`` replaces with the reference answer at ``budget``."""
     from arena.arenas.instruct import task_by_id
 
     return sum(
@@ -272,7 +275,7 @@ def training_rows(
     tokenizer: Any, prompts: Sequence[RevisionPrompt], recipe: ReviseRecipe, spec: ReviseModel = REVISE
 ) -> list[Row]:
     """A revision row per prompt (``spec.fix``'s revision), then (``recipe.anchor``) an anchor row per prompt."""
-    rows = [encode(tokenizer, p, spec.fix) for p in prompts]
+    rows = [encode(tokenizer, p, spec.fix, spec.budget) for p in prompts]
     if recipe.anchor:
         if not all(p.original for p in prompts):
             raise ValueError("anchor rows need each draft's own prompt (RevisionPrompt.original)")
@@ -322,7 +325,8 @@ def _build_into(out: Path, recipe: ReviseRecipe, spec: ReviseModel) -> None:
         "kinds": list(spec.kinds),
         "recipe": attrs.asdict(recipe),
         "prompts": len(prompts),
-        "over_budget": over_budget(tokenizer, prompts, spec.fix),
+        "budget": spec.budget,
+        "over_budget": over_budget(tokenizer, prompts, spec.fix, spec.budget or ANSWER_TOKENS),
         "losses": [round(v, 5) for v in losses],
     }
     (out / "build_report.json").write_text(json.dumps(report, indent=2) + "\n")

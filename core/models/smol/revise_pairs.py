@@ -75,7 +75,7 @@ def fix(task: InstructTask, draft: str) -> str:
     return reference_answer(task)
 
 
-PAIRS = revise.ReviseModel(NAME, BUILD_VERSION, KINDS, fix)
+PAIRS = revise.ReviseModel(NAME, BUILD_VERSION, KINDS, fix, budget=revise.ANSWER_TOKENS)
 
 
 def resolve_smollm2_revise_pairs() -> str:
