@@ -560,3 +560,20 @@ def test_golf_configs_are_twins_of_herls_testbed_with_golfs_advantages() -> None
     assert golf_plugin.threshold_for(golf.arena, opts.threshold) == 0.25
     for other in (twin, herl):
         assert_same_but_the_method(golf, other)
+
+
+def test_pairs_configs_are_twins_on_the_pairs_kind_sets() -> None:
+    """HeRL's naive-ablation testbed (docs/testbeds.md section 8): the HeRL config and its GRPO twin differ only in
+    the method, on the kind sets ``smollm2-revise-pairs`` was taught, every held-out task evaluated once."""
+    from arena.core.config.loader import load_config
+    from arena.core.learn.run_config import TrainConfig
+    from arena.core.models.smol.revise_pairs import KINDS, NAME
+
+    herl, grpo = (load_config(TrainConfig, f"instruct_pairs_{m}") for m in ("herl", "grpo"))
+    assert herl.arena_kwargs == grpo.arena_kwargs == {"split": "train", "kinds": list(KINDS)}
+    assert herl.eval.arena_kwargs == {"split": "test", "kinds": list(KINDS)}
+    assert herl.eval.games == len(tasks_for("test", kinds=KINDS))
+    assert herl.learners[0].plugins == ["herl", "grpo"] and grpo.learners[0].plugins == ["grpo"]
+    assert herl.learners[0].model == grpo.learners[0].model == NAME
+    assert herl.learners[0].options["herl"]["train_context"] == "original"
+    assert_same_but_the_method(herl, grpo)
