@@ -1,6 +1,6 @@
 """``smollm2-revise-pairs`` (core/models/smol/revise_pairs.py): the revision it learns meets both constraints from
 any draft, keeps a draft that met the length at its own sentences and lengthens one that did not, and fits the
-answer's token budget. The build (about 25 minutes) and what it changes are measured in docs/results.md."""
+answer's token budget. The build (42 minutes on 2 cores) and what it changes are measured in docs/results.md."""
 
 from __future__ import annotations
 
