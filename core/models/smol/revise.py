@@ -60,7 +60,7 @@ CONFIG = "instruct_revise_herl"
 #: uppercased draft takes about twice the tokens, and the revision shares the answer's 128-token budget.
 KEEP_WORDS = 40
 #: The answer's token budget in ``CONFIG`` (``trial.prompt.max_new_tokens``): a revision row longer than this would
-#: teach an answer the arena cuts off (``tests/models/test_smollm2_revise.py`` pins it to the config).
+#: teach an answer the arena cuts off (``tests/models/test_smollm2_revise_pairs.py`` pins it to the config).
 ANSWER_TOKENS = 128
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
