@@ -65,11 +65,11 @@ def fix(task: InstructTask, draft: str) -> str:
     kinds = tuple(c.kind for c in task.constraints)
     if len(kinds) != 2 or kinds[0] not in revise.KINDS or kinds[1] not in LENGTH_KINDS:
         raise ValueError(f"{NAME} has no fix for a task with constraints {kinds!r}")
-    rewrite = task.constraints[0]
+    first = task.constraints[0]
     kept: list[str] = []
     for sentence in islice(chain(_sentences(draft), cycle(FILLERS)), MAX_SENTENCES):
         kept.append(sentence)
-        revised = revise.rewrite(rewrite.kind, rewrite.phrase, " ".join(kept))
+        revised = revise.rewrite(first.kind, first.phrase, " ".join(kept))
         if all(evaluate(task, revised)):
             return revised
     return reference_answer(task)
