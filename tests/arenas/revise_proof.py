@@ -17,6 +17,9 @@ From its metrics: held-out success (``eval/mean_return``, the 70 held-out tasks 
 before and after. With ``--logprob``, a measure without the
 sampling noise of 70 answers: the mean token log-probability of the held-out tasks' reference answers (short answers
 that meet the constraint, ``instruct.reference_answer``) under the run's final policy, less under smollm2-revise.
+With ``--passk DIR``, the final policies' held-out success over more samples: ``DIR/<run>.json`` is ``arena passk
+ROOT/<run> --split test --arena-kwarg "kinds=[lowercase,uppercase,quotes,end_with]" --tasks 70 --samples 4 --json``
+(the same tasks and sampling seeds for every run), read overall and by constraint kind.
 Per method: mean over seeds with a Student-t 95% interval; the ``COMPARISONS`` paired by seed (the same tasks and
 sampling seeds).
 """
@@ -179,6 +182,18 @@ def held_out(run: Path) -> tuple[float, float]:
     return float(evals[0]["eval/mean_return"]), float(evals[-1]["eval/mean_return"])
 
 
+def passk_success(report: Path) -> dict[str, float]:
+    """Success rate of an ``arena passk --json`` report over all its tasks and by constraint kind (the task id's
+    prefix, ``uppercase.012``)."""
+    tasks = json.loads(report.read_text())["per_task"]
+    by_kind: dict[str, list[float]] = defaultdict(list)
+    for task in tasks:
+        by_kind[task["task_id"].rsplit(".", 1)[0]].append(task["successes"] / task["samples"])
+    rates = {"held-out success, passk": sum(sum(v) for v in by_kind.values()) / len(tasks)}
+    rates.update({f"held-out success, passk, {kind}": sum(v) / len(v) for kind, v in sorted(by_kind.items())})
+    return rates
+
+
 def finished(run: Path) -> bool:
     """The run evaluated after training (its metrics hold the held-out success before and after)."""
     metrics = run / "metrics.jsonl"
@@ -192,6 +207,11 @@ def main() -> None:
         "--logprob",
         action="store_true",
         help="also score the held-out reference answers under each run's final policy (about 30 s a run)",
+    )
+    parser.add_argument(
+        "--passk",
+        type=Path,
+        help="a folder of `arena passk --json` reports, one per run (<run>.json): held-out success over more samples",
     )
     args = parser.parse_args()
     runs = {
@@ -215,6 +235,9 @@ def main() -> None:
                     rows[method][key][seed] = value
             rows[method]["held-out success, end"][seed] = end
             rows[method]["held-out success, end - start"][seed] = end - start
+            if args.passk and (args.passk / f"{run.name}.json").exists():
+                for key, value in passk_success(args.passk / f"{run.name}.json").items():
+                    rows[method][key][seed] = value
             if args.logprob:
                 check_prompt_layout(run)
                 gain = mean_logprob(final_policy(run), references) - base

@@ -11,7 +11,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.arenas.revise_proof import REVISION, finished, injected_passes, instruction_prompt, rollout_rates
+from tests.arenas.revise_proof import (
+    REVISION,
+    finished,
+    injected_passes,
+    instruction_prompt,
+    passk_success,
+    rollout_rates,
+)
 
 TASK = "Write a note about rain.\nConstraints:\n- Write everything in capital letters."
 
@@ -83,3 +90,17 @@ def test_golf_injections_and_refinements_are_not_the_policys_own_answers(tmp_pat
     assert rates["refinements met"] == 1 / 2
     assert rates["GOLF injections (of groups)"] == "1 (2)"
     assert rates["injected revisions (met) / fallbacks"] == "0 (0) / 0"
+
+
+def test_passk_success_weighs_every_task_alike_and_splits_by_kind(tmp_path: Path) -> None:
+    tasks = [
+        {"task_id": "uppercase.001", "samples": 4, "successes": 4},
+        {"task_id": "uppercase.002", "samples": 4, "successes": 0},
+        {"task_id": "end_with.001", "samples": 4, "successes": 1},
+    ]
+    report = tmp_path / "golf_s0.json"
+    report.write_text(json.dumps({"per_task": tasks, "success_rate": 5 / 12}))
+    rates = passk_success(report)
+    assert rates["held-out success, passk"] == (1 + 0 + 0.25) / 3
+    assert rates["held-out success, passk, uppercase"] == 0.5
+    assert rates["held-out success, passk, end_with"] == 0.25
