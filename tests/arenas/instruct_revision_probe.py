@@ -21,6 +21,10 @@ run again.
 A kind set may join kinds with ``+`` (``--kinds lowercase+min_words``: tasks with one constraint of each). There a
 failed draft often meets some of its constraints, and the table adds what HeRL's "keep them satisfied" list is for:
 of the failed drafts that met at least one constraint, the share whose revision still meets every one of them.
+On a rewrite kind paired with a length kind (``uppercase+min_words``) a second table splits the failed drafts by
+what they met (``by_shape``): per prompt, the share meeting both, the rewrite kind and the length, the median
+length relative to the count the task asks, and the paired hindsight − naive difference with a normal 95% interval
+over drafts.
 """
 
 from __future__ import annotations
@@ -28,12 +32,15 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
+import statistics
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from arena.arenas.instruct import evaluate, task_by_id, tasks_for
+from arena.arenas.instruct_constraints import count_sentences, count_words
 from arena.core.api.augment import system_messages
 from arena.core.api.backend import ChatMessage, GenerationRequest, Segment
 from arena.core.api.seeding import derive_seed
@@ -171,6 +178,59 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+#: The draft shapes ``by_shape`` reports, by ``draft_met`` of a (rewrite kind, length kind) pair.
+SHAPES = (
+    ((False, True), "met only the length"),
+    ((True, False), "met only the rewrite kind"),
+    ((False, False), "met neither"),
+)
+
+
+def length_ratio(task_id: str, text: str) -> float:
+    """``text``'s words (or sentences) over the count its task's length constraint asks, the arena's counters."""
+    constraint = task_by_id(task_id).constraints[1]
+    counter = count_words if constraint.kind == "min_words" else count_sentences
+    return counter(text) / constraint.n
+
+
+def paired(diffs: list[float]) -> str:
+    """Mean with a normal 95% interval over drafts."""
+    n, mean = len(diffs), sum(diffs) / len(diffs)
+    sd = statistics.stdev(diffs) if n > 1 else 0.0
+    half = 1.96 * sd / math.sqrt(n)
+    return f"{mean:+.3f} [{mean - half:+.3f}, {mean + half:+.3f}]"
+
+
+def by_shape(rows: list[dict[str, Any]]) -> str:
+    """The failed drafts of (rewrite kind, length kind) tasks by what they met (``SHAPES``), and per prompt what
+    their revisions met, with the median length over the count asked (``-`` where no row is such a pair)."""
+    pairs = [r for r in rows if not r["draft_pass"] and len(r.get("draft_met", ())) == 2 and "+min_" in r["kind"]]
+    if not pairs:
+        return "-"
+    lines = [
+        "| draft met | drafts | prompt | met both | rewrite kind | length | median length / asked (draft's) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for shape, name in SHAPES:
+        group = [r for r in pairs if tuple(r["draft_met"]) == shape]
+        if not group:
+            continue
+        draft_ratio = statistics.median(length_ratio(r["task_id"], r["draft"]) for r in group)
+        for prompt in ("hindsight", "naive"):
+            both = sum(r[f"{prompt}_pass"] for r in group) / len(group)
+            rewrite = sum(r[f"{prompt}_met"][0] for r in group) / len(group)
+            length = sum(r[f"{prompt}_met"][1] for r in group) / len(group)
+            ratio = statistics.median(length_ratio(r["task_id"], r[prompt]) for r in group)
+            lines.append(
+                f"| {name} | {len(group)} | {prompt} | {both:.3f} | {rewrite:.3f} | {length:.3f}"
+                f" | {ratio:.2f} ({draft_ratio:.2f}) |"
+            )
+        both_diff = paired([float(r["hindsight_pass"]) - float(r["naive_pass"]) for r in group])
+        length_diff = paired([float(r["hindsight_met"][1]) - float(r["naive_met"][1]) for r in group])
+        lines.append(f"| {name} | | hindsight − naive | {both_diff} | | {length_diff} | |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path)
@@ -191,6 +251,10 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"model": args.model, "drafts": args.drafts, "rows": rows}, indent=1))
     print(table(rows))
+    shapes = by_shape(rows)
+    if shapes != "-":
+        print()
+        print(shapes)
 
 
 if __name__ == "__main__":
