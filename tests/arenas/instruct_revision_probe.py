@@ -81,6 +81,8 @@ def measure(
         rows.append(
             {
                 "task_id": task.task_id,
+                # Which of the task's drafts (``task_specs``' sample index): the same index draws the same draft.
+                "draft_index": int(sample.trial_id.rsplit("-", 1)[1]),
                 "split": task.split,
                 "kind": "+".join(c.kind for c in task.constraints),
                 "draft": sample.completion_text,
@@ -241,6 +243,12 @@ def main() -> None:
     parser.add_argument("--split", default="all", help="train, test or all")
     parser.add_argument("--golf", action="store_true", help="also refine each task's failed drafts GOLF's way")
     parser.add_argument("--show", action="store_true", help="print the table of an earlier run")
+    parser.add_argument(
+        "--drafts-from",
+        type=int,
+        default=0,
+        help="tabulate only each task's drafts from this index on (index 0 repeats an earlier probe's one draft)",
+    )
     args = parser.parse_args()
     path = args.out / "probe.json"
     if args.show:
@@ -250,6 +258,7 @@ def main() -> None:
         rows = measure(args.model, args.drafts, args.tasks, kinds, args.split, args.golf)
         args.out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"model": args.model, "drafts": args.drafts, "rows": rows}, indent=1))
+    rows = [r for r in rows if r.get("draft_index", 0) >= args.drafts_from]
     print(table(rows))
     shapes = by_shape(rows)
     if shapes != "-":
