@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ from arena.core.api.backend import ChatMessage, GenerationRequest, Segment
 from arena.core.api.seeding import derive_seed
 from arena.core.config.loader import load_config
 from arena.core.eval.passk import task_specs
+from arena.core.eval.stats import mean_ci
 from arena.core.host.plugins import PluginSet
 from arena.core.learn.experience import trial_samples
 from arena.core.learn.run_config import TrainConfig
@@ -196,11 +196,10 @@ def length_ratio(task_id: str, text: str) -> float:
 
 
 def paired(diffs: list[float]) -> str:
-    """Mean with a normal 95% interval over drafts."""
-    n, mean = len(diffs), sum(diffs) / len(diffs)
-    sd = statistics.stdev(diffs) if n > 1 else 0.0
-    half = 1.96 * sd / math.sqrt(n)
-    return f"{mean:+.3f} [{mean - half:+.3f}, {mean + half:+.3f}]"
+    """Mean with a normal 95% interval over drafts (``core.eval.stats.mean_ci``; one draft: the mean alone)."""
+    m = mean_ci(diffs)
+    low, high = (m.mean, m.mean) if m.low is None or m.high is None else (m.low, m.high)
+    return f"{m.mean:+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
 def by_shape(rows: list[dict[str, Any]]) -> str:
