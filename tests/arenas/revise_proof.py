@@ -10,9 +10,14 @@ the instruction's answer); ``herl_naive`` and ``herl_naive_original``, the ablat
 instruct_revise_golf_grpo, mean-centred advantages as GOLF's); ``golf_noinject``, the ablation
 ``learners.0.options.golf.inject=false`` (the refiner group trains, nothing is injected into the answers' groups).
 
-Per run, from its rollout dumps: the policy's own answers that met their constraint (the injected samples left out),
-by iteration; the groups with a learning signal (a non-zero advantage on some sample); the injected samples that
-are revisions (not copies of a draft) and met the constraint; GOLF's refinements that met it and its injections.
+The lowercase pairs (instruct_lowercase_herl and its twin, two constraints a task) use the same names under a root
+of their own: ``grpo``, ``herl_original`` (the config) and ``herl_naive_original`` (its naive ablation).
+
+Per run, from its rollout dumps: the policy's own answers that met every constraint (the injected samples left
+out), by iteration, and their mean score (the fraction met); the groups with a learning signal (a non-zero
+advantage on some sample) and those holding an answer that met every constraint (injected or not); the injected
+samples that are revisions (not copies of a draft) and met every constraint; GOLF's refinements that met it and its
+injections.
 From its metrics: held-out success (``eval/mean_return``, the 70 held-out tasks once each: a score is 0 or 1)
 before and after. With ``--logprob``, a measure without the
 sampling noise of 70 answers: the mean token log-probability of the held-out tasks' reference answers (short answers
@@ -72,7 +77,9 @@ def is_revision(sample: dict[str, Any]) -> bool:
 
 def rollout_rates(run: Path) -> dict[str, Any]:
     own: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    own_score = [0.0, 0]  # the policy's own answers: summed score (the fraction of constraints met), count
     groups: dict[str, bool] = defaultdict(bool)
+    passing: dict[str, bool] = defaultdict(bool)  # the group holds an answer that met every constraint
     injected = [0, 0, 0]  # revisions, revisions that met the constraint, copies of a draft (fallbacks)
     refinements = [0, 0, 0]  # GOLF: refinements, refinements that met the constraint, injections
     for dump in sorted((run / "rollouts").glob("iter_*.jsonl")):
@@ -85,11 +92,14 @@ def rollout_rates(run: Path) -> dict[str, Any]:
             if sample["kind"] != "action":
                 continue
             groups[f"{iteration}/{sample['group_id']}"] |= abs(sample["advantage"]) > 1e-9
+            passing[f"{iteration}/{sample['group_id']}"] |= met
             if sample.get("injected") == "golf":
                 refinements[2] += 1  # a refinement that met the constraint, trained as the instruction's answer
             elif not sample.get("injected"):
                 own[iteration][0] += met
                 own[iteration][1] += 1
+                own_score[0] += sample["reward_terms"].get("env", 0.0)
+                own_score[1] += 1
             elif not is_revision(sample):
                 injected[2] += 1  # a copy of the best draft, in the original prompt
             else:
@@ -107,7 +117,9 @@ def rollout_rates(run: Path) -> dict[str, Any]:
         "own answers met": sum(own[i][0] for i in iterations) / sum(own[i][1] for i in iterations),
         "own answers met, last 2 iterations": sum(own[i][0] for i in iterations[-2:])
         / sum(own[i][1] for i in iterations[-2:]),
+        "own answers' mean score": own_score[0] / own_score[1],
         "groups with a signal": sum(groups.values()) / len(groups),
+        "groups holding an answer that met every constraint": sum(passing.values()) / len(passing),
         "injected revisions (met) / fallbacks": f"{injected[0]} ({injected[1]}) / {injected[2]}",
         **golf,
     }

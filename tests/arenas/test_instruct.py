@@ -577,3 +577,21 @@ def test_pairs_configs_are_twins_on_the_pairs_kind_sets() -> None:
     assert herl.learners[0].model == grpo.learners[0].model == NAME
     assert herl.learners[0].options["herl"]["train_context"] == "original"
     assert_same_but_the_method(herl, grpo)
+
+
+def test_lowercase_configs_are_twins_on_the_two_lowercase_kind_sets() -> None:
+    """HeRL's naive-ablation testbed narrowed to the kind sets where the premise holds (docs/testbeds.md section 8):
+    the pairs configs in everything but the kind sets and the evaluation, which plays every held-out task 4 times."""
+    from arena.core.config.loader import load_config
+    from arena.core.learn.run_config import TrainConfig
+
+    kinds = ["lowercase+min_words", "lowercase+min_sentences"]
+    herl, grpo = (load_config(TrainConfig, f"instruct_lowercase_{m}") for m in ("herl", "grpo"))
+    pairs = load_config(TrainConfig, "instruct_pairs_herl")
+    assert herl.arena_kwargs == grpo.arena_kwargs == {"split": "train", "kinds": kinds}
+    assert herl.eval.arena_kwargs == {"split": "test", "kinds": kinds}
+    assert herl.eval.games == 4 * len(tasks_for("test", kinds=kinds))
+    assert herl.task_pool <= len(tasks_for("train", kinds=kinds))
+    assert herl.learners[0].plugins == ["herl", "grpo"] and grpo.learners[0].plugins == ["grpo"]
+    assert herl.learners == pairs.learners
+    assert_same_but_the_method(herl, grpo)

@@ -63,6 +63,7 @@ def test_revisions_trained_in_the_original_prompt_count_as_revisions(tmp_path: P
     assert rates["injected revisions (met) / fallbacks"] == "1 (1) / 1"
     assert rates["own answers met"] == 1 / 4
     assert rates["groups with a signal"] == 2 / 3
+    assert rates["groups holding an answer that met every constraint"] == 2 / 3
     assert injected_passes(run) == [(instruction_prompt(TASK), "IT RAINS.")]
 
 
@@ -104,3 +105,13 @@ def test_passk_success_weighs_every_task_alike_and_splits_by_kind(tmp_path: Path
     assert rates["held-out success, passk"] == (1 + 0 + 0.25) / 3
     assert rates["held-out success, passk, uppercase"] == 0.5
     assert rates["held-out success, passk, end_with"] == 0.25
+
+
+def test_a_half_met_answer_scores_but_is_not_a_pass(tmp_path: Path) -> None:
+    """On two-constraint tasks a score of 0.5 (one of two met) gives GRPO a signal without a pass in the group."""
+    samples = [sample("g0", 0.5, 0.7), sample("g0", 0.0, -0.7), sample("g1", 1.0, 0.7), sample("g1", 0.5, -0.7)]
+    rates = rollout_rates(write_run(tmp_path / "grpo_s0", samples, [0.1, 0.2]))
+    assert rates["own answers met"] == 1 / 4
+    assert rates["own answers' mean score"] == 2 / 4
+    assert rates["groups with a signal"] == 1.0
+    assert rates["groups holding an answer that met every constraint"] == 1 / 2
