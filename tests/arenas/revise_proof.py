@@ -18,8 +18,9 @@ out), by iteration, and their mean score (the fraction met); the groups with a l
 advantage on some sample) and those holding an answer that met every constraint (injected or not); the injected
 samples that are revisions (not copies of a draft) and met every constraint; GOLF's refinements that met it and its
 injections.
-From its metrics: held-out success (``eval/mean_return``, the 70 held-out tasks once each: a score is 0 or 1)
-before and after. With ``--logprob``, a measure without the
+From its metrics: held-out success (``eval/win_rate``: an answer that met every constraint; the 70 held-out tasks
+once each on ``instruct_revise``, the 37 of the lowercase pairs 4 times each) before and after, and on the pairs
+the mean score too (``eval/mean_return``). With ``--logprob``, a measure without the
 sampling noise of 70 answers: the mean token log-probability of the held-out tasks' reference answers (short answers
 that meet the constraint, ``instruct.reference_answer``) under the run's final policy, less under smollm2-revise.
 With ``--passk DIR``, the final policies' held-out success over more samples: ``DIR/<run>.json`` is ``arena passk
@@ -188,10 +189,15 @@ def final_policy(run: Path) -> Path:
     return sorted((run / "checkpoints").glob("step-*"))[-1] / "learners" / "writer"
 
 
-def held_out(run: Path) -> tuple[float, float]:
+def held_out(run: Path, key: str = "eval/win_rate") -> tuple[float, float]:
+    """``key`` on the held-out tasks before and after training: ``eval/win_rate`` is the share of answers that met
+    every constraint (``instruct`` scores a win only then), ``eval/mean_return`` the mean fraction met; the two are
+    one number on one-constraint tasks."""
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     evals = [r for r in rows if "eval/mean_return" in r]
-    return float(evals[0]["eval/mean_return"]), float(evals[-1]["eval/mean_return"])
+    return float(evals[0].get(key, evals[0]["eval/mean_return"])), float(
+        evals[-1].get(key, evals[-1]["eval/mean_return"])
+    )
 
 
 def passk_success(report: Path) -> dict[str, float]:
@@ -247,6 +253,10 @@ def main() -> None:
                     rows[method][key][seed] = value
             rows[method]["held-out success, end"][seed] = end
             rows[method]["held-out success, end - start"][seed] = end - start
+            score_start, score_end = held_out(run, "eval/mean_return")
+            if (score_start, score_end) != (start, end):  # several constraints a task: the mean fraction met too
+                rows[method]["held-out mean score, end"][seed] = score_end
+                rows[method]["held-out mean score, end - start"][seed] = score_end - score_start
             if args.passk and (args.passk / f"{run.name}.json").exists():
                 for key, value in passk_success(args.passk / f"{run.name}.json").items():
                     rows[method][key][seed] = value

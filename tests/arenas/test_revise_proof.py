@@ -14,6 +14,7 @@ from typing import Any
 from tests.arenas.revise_proof import (
     REVISION,
     finished,
+    held_out,
     injected_passes,
     instruction_prompt,
     passk_success,
@@ -115,3 +116,14 @@ def test_a_half_met_answer_scores_but_is_not_a_pass(tmp_path: Path) -> None:
     assert rates["own answers' mean score"] == 2 / 4
     assert rates["groups with a signal"] == 1.0
     assert rates["groups holding an answer that met every constraint"] == 1 / 2
+
+
+def test_held_out_success_counts_answers_that_met_every_constraint(tmp_path: Path) -> None:
+    """On two-constraint tasks ``eval/mean_return`` is the mean fraction met; success is ``eval/win_rate``. Runs
+    from before the win rate was read (one constraint) give the same number either way."""
+    run = write_run(tmp_path / "grpo_s0", [sample("g0", 0.0, 0.0)], [0.4, 0.5])
+    assert held_out(run) == (0.4, 0.5)
+    lines = [{"eval/mean_return": 0.37, "eval/win_rate": 0.0}, {"eval/mean_return": 0.52, "eval/win_rate": 0.08}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert held_out(run) == (0.0, 0.08)
+    assert held_out(run, "eval/mean_return") == (0.37, 0.52)
