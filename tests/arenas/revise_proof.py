@@ -17,7 +17,7 @@ Per run, from its rollout dumps: the policy's own answers that met every constra
 out), by iteration, and their mean score (the fraction met); the groups with a learning signal (a non-zero
 advantage on some sample) and those holding an answer that met every constraint (injected or not); the injected
 samples that are revisions (not copies of a draft) and met every constraint; GOLF's refinements that met it and its
-injections.
+injections. From its metrics: the share of all of HeRL's revisions that beat their draft, and their mean score.
 From its metrics: held-out success (``eval/win_rate``: an answer that met every constraint; the 70 held-out tasks
 once each on ``instruct_revise``, the 37 of the lowercase pairs 4 times each) before and after, and on the pairs
 the mean score too (``eval/mean_return``). With ``--logprob``, a measure without the
@@ -123,6 +123,21 @@ def rollout_rates(run: Path) -> dict[str, Any]:
         "groups holding an answer that met every constraint": sum(passing.values()) / len(passing),
         "injected revisions (met) / fallbacks": f"{injected[0]} ({injected[1]}) / {injected[2]}",
         **golf,
+    }
+
+
+def revision_rates(run: Path) -> dict[str, float]:
+    """HeRL's revisions of the iteration, all of them (the dumps hold only the injected one a group): the share that
+    scored above their draft and their mean score, from the summed ``augment/herl/*`` metrics. Empty for GRPO."""
+    totals: dict[str, float] = defaultdict(float)
+    for row in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()):
+        for key in ("candidates", "revisions_improved", "revision_reward_sum"):
+            totals[key] += row.get(f"augment/herl/{key}", 0.0)
+    if not totals["candidates"]:
+        return {}
+    return {
+        "HeRL revisions that beat their draft": totals["revisions_improved"] / totals["candidates"],
+        "HeRL revisions' mean score": totals["revision_reward_sum"] / totals["candidates"],
     }
 
 
@@ -245,7 +260,7 @@ def main() -> None:
         print(f"held-out reference answers, mean token log-prob under smollm2-revise: {base:.4f}")
     for method in METHODS:
         for seed, run in runs[method].items():
-            rates = rollout_rates(run)
+            rates = {**rollout_rates(run), **revision_rates(run)}
             start, end = held_out(run)
             print(f"{method} s{seed}: {json.dumps(rates)}; held-out {start:.3f} -> {end:.3f}")
             for key, value in rates.items():

@@ -18,6 +18,7 @@ from tests.arenas.revise_proof import (
     injected_passes,
     instruction_prompt,
     passk_success,
+    revision_rates,
     rollout_rates,
 )
 
@@ -127,3 +128,20 @@ def test_held_out_success_counts_answers_that_met_every_constraint(tmp_path: Pat
     (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert held_out(run) == (0.0, 0.08)
     assert held_out(run, "eval/mean_return") == (0.37, 0.52)
+
+
+def test_herl_revision_rates_sum_the_iterations_metrics(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "herl_original_s0", [sample("g0", 0.0, 0.0)], [0.0, 0.1])
+    lines = [
+        {"iteration": 0, "augment/herl/candidates": 6.0, "augment/herl/revisions_improved": 3.0},
+        {
+            "iteration": 1,
+            "augment/herl/candidates": 4.0,
+            "augment/herl/revisions_improved": 1.0,
+            "augment/herl/revision_reward_sum": 3.5,
+        },
+    ]
+    with (run / "metrics.jsonl").open("a") as out:
+        out.write("".join(json.dumps(line) + "\n" for line in lines))
+    assert revision_rates(run) == {"HeRL revisions that beat their draft": 0.4, "HeRL revisions' mean score": 0.35}
+    assert revision_rates(write_run(tmp_path / "grpo_s0", [sample("g0", 0.0, 0.0)], [0.0, 0.1])) == {}
