@@ -60,6 +60,7 @@ COMPARISONS = (
     ("herl_original", "herl"),
     ("herl", "herl_naive"),
     ("herl_original", "herl_naive_original"),
+    ("herl_naive_original", "grpo"),
     ("herl_original_8it", "grpo_8it"),
     ("golf", "golf_grpo"),
     ("golf", "golf_noinject"),
