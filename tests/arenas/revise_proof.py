@@ -17,8 +17,8 @@ Per run, from its rollout dumps: the policy's own answers that met every constra
 out), by iteration, and their mean score (the fraction met); the groups with a learning signal (a non-zero
 advantage on some sample) and those holding an answer that met every constraint (injected or not); the injected
 samples that are revisions (not copies of a draft) and met every constraint; GOLF's refinements that met it and its
-injections. From its metrics: the share of all of HeRL's revisions that beat their draft, and their mean score.
-From its metrics: held-out success (``eval/win_rate``: an answer that met every constraint; the 70 held-out tasks
+injections. From its metrics: the share of all of HeRL's revisions that beat their draft, and their mean score;
+held-out success (``eval/win_rate``: an answer that met every constraint; the 70 held-out tasks
 once each on ``instruct_revise``, the 37 of the lowercase pairs 4 times each) before and after, and on the pairs
 the mean score too (``eval/mean_return``). With ``--logprob``, a measure without the
 sampling noise of 70 answers: the mean token log-probability of the held-out tasks' reference answers (short answers
@@ -211,9 +211,8 @@ def held_out(run: Path, key: str = "eval/win_rate") -> tuple[float, float]:
     one number on one-constraint tasks."""
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     evals = [r for r in rows if "eval/mean_return" in r]
-    return float(evals[0].get(key, evals[0]["eval/mean_return"])), float(
-        evals[-1].get(key, evals[-1]["eval/mean_return"])
-    )
+    first, last = evals[0], evals[-1]
+    return float(first.get(key, first["eval/mean_return"])), float(last.get(key, last["eval/mean_return"]))
 
 
 def passk_success(report: Path) -> dict[str, float]:
