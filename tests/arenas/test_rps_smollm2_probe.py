@@ -1,0 +1,57 @@
+"""The hidden-types probe's readings (tests/arenas/rps_smollm2_probe.py): the counter share it reports from
+training rollouts, and the linear probe that says whether the decision state carries the opponent's type."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.arenas.rps_smollm2_probe import counter, probe_accuracy, rollout_table
+
+
+def test_the_counter_beats_the_type() -> None:
+    assert [counter(t) for t in ("rps-rock", "rps-paper", "rps-scissors")] == ["paper", "scissors", "rock"]
+
+
+def test_a_linear_probe_reads_a_dense_code_and_not_noise() -> None:
+    """96 states of width 576, 8 folds of 12 (the decode's shape): a type spread over 50 directions is read well
+    above chance, pure noise is not (chance 1/3)."""
+    generator = torch.Generator().manual_seed(0)
+    labels = torch.arange(96) % 3
+    folds = torch.arange(96) // 12
+    noise = torch.randn(96, 576, generator=generator)
+    dense = noise.clone()
+    dense[:, :50] += 0.6 * labels[:, None]
+    assert probe_accuracy(dense, labels, folds) > 0.65
+    assert probe_accuracy(noise, labels, folds) < 0.45
+
+
+def _action(opponent: str, episode: int, move: str) -> dict[str, object]:
+    return {
+        "kind": "action",
+        "completion_text": f"<action>{move}</action>",
+        "group_id": opponent,
+        "episode": episode,
+        "advantage": 0.0,
+        "opponent": opponent,
+    }
+
+
+def test_the_rollout_table_counts_the_counters_from_episode_2_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A policy that reads its memory (the counter from episode 2 on, rock in episode 1) against one that does not."""
+    (tmp_path / "rollouts").mkdir()
+    rows = []
+    for opponent in ("rps-rock", "rps-paper"):
+        rows.append(_action(opponent, 0, "rock"))
+        rows += [_action(opponent, episode, counter(opponent)) for episode in (1, 2)]
+    (tmp_path / "rollouts" / "iter_00000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rollout_table(tmp_path)
+    out = capsys.readouterr().out
+    assert "paper 0/0/2  rock 0/2/0" in out  # by opponent from episode 2 on: r/p/s
+    assert "episode 1: the opponent's counter played 0 of 2" in out
+    assert "episodes 2+: the opponent's counter played 4 of 4" in out
