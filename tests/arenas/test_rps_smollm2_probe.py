@@ -55,3 +55,35 @@ def test_the_rollout_table_counts_the_counters_from_episode_2_on(
     assert "paper 0/0/2  rock 0/2/0" in out  # by opponent from episode 2 on: r/p/s
     assert "episode 1: the opponent's counter played 0 of 2" in out
     assert "episodes 2+: the opponent's counter played 4 of 4" in out
+
+
+def test_the_payoff_is_win_draw_loss() -> None:
+    from tests.arenas.rps_readout_budget import payoff
+
+    moves = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1, 2])  # rock, paper, scissors against ...
+    types = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2, 2])  # ... always-rock, always-paper, always-scissors
+    assert payoff(moves, types).tolist() == [0, 1, -1, -1, 0, 1, 1, -1, 0]
+
+
+def _features(states: torch.Tensor) -> dict[str, torch.Tensor]:
+    types = torch.arange(3).repeat_interleave(12)
+    return {
+        "states": states,
+        "logits": torch.zeros(36, 3),
+        "types": types,
+        "episodes": torch.arange(36) % 3 + 1,
+    }
+
+
+def test_a_readout_learns_to_counter_only_when_the_state_carries_the_type() -> None:
+    """The budget simulation: a state that names the type (from episode 2 on) is learned to its counter; a state
+    that is the same for every prompt cannot beat 1/3, whatever the step."""
+    from tests.arenas.rps_readout_budget import simulate
+
+    types = torch.arange(3).repeat_interleave(12)
+    episodes = torch.arange(36) % 3 + 1
+    named = torch.nn.functional.one_hot(types, 3).float() * (episodes >= 2).float()[:, None]
+    learned = simulate(_features(torch.cat([named, torch.ones(36, 1)], dim=1)), lr=0.1, iterations=60, seed=0)
+    assert learned["counter 0.9"] is not None
+    blind = simulate(_features(torch.ones(36, 4)), lr=0.1, iterations=60, seed=0)
+    assert blind["counter 0.5"] is None

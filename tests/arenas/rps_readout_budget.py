@@ -1,0 +1,151 @@
+"""How many updates a readout on SmolLM2's own decision state needs before it counters the type it saw: a floor
+under the RL budget of the hidden-types testbed on a real model (issue 24, item 5; docs/results.md, "Hidden types
+with SmolLM2-135M-Instruct, trained").
+
+    OMP_NUM_THREADS=2 .venv/bin/python -m tests.arenas.rps_readout_budget MODEL_DIR [--lrs 1e-3 3e-3] [--sims 20]
+
+The model's last hidden state (after the final norm) at the decision and its logits for the three moves' first
+tokens are read once, on the prompts of ``rps_types_smollm2_mage`` against all three types (episodes 1-3, both
+seats, held-out trial seeds). What trains is a linear correction of those three logits (3 × 576 weights and 3
+biases, from zero) by the runs' own update at the runs' sample size: each iteration one group of 4 trials against
+each type, every episode's move sampled at T 1, reward +1 / 0 / −1 (win / draw / loss), advantages centred within
+each (group, episode) cell, Adam over 2 minibatches. This is the easiest form of the runs' problem: the features
+already carry the type (``rps_smollm2_probe.py --decode`` reads it at 0.93-0.98 in the last layers) and nothing
+else moves. So the iterations it needs are a floor for the real update's, which must also leave the rest of the
+policy in place.
+
+Per step size, over simulated seeds: the iterations until the expected share of the opponent's counter from
+episode 2 on reaches 0.5 and 0.9, and how many simulations first collapsed (one move ≥ 0.9 of episode 1's play).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from pathlib import Path
+from typing import Any
+
+from arena.core.models.smol.rps import MOVES, TYPES, collect_rps_prompts, encode
+
+#: The runs' sample per iteration: one group against each type, 4 trials of 3 episodes.
+GROUP_SIZE = 4
+EPISODES = (1, 2, 3)
+MINIBATCHES = 2
+
+
+def decision_features(path: Path, seeds: int) -> dict[str, Any]:
+    """Per prompt: the final-norm state at the decision, the three moves' first-token logits, type and episode."""
+    import torch
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    from arena.core.models.smol.rps import CONFIGS
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    states, logits, types, episodes = [], [], [], []
+    for prompt in collect_rps_prompts(range(seeds), TYPES, configs=CONFIGS[:1]):
+        answers = [encode(tokenizer, prompt, move)[0] for move in MOVES]
+        split = next(i for i in range(min(map(len, answers))) if len({a[i] for a in answers}) > 1)
+        with torch.no_grad():
+            out = model(input_ids=torch.tensor([answers[0][:split]]), output_hidden_states=True)
+        states.append(out.hidden_states[-1][0, -1].float())
+        logits.append(out.logits[0, -1, [a[split] for a in answers]].float())
+        types.append(TYPES.index(prompt.opponent))
+        episodes.append(prompt.episode)
+    return {
+        "states": torch.stack(states),
+        "logits": torch.stack(logits),
+        "types": torch.tensor(types),
+        "episodes": torch.tensor(episodes),
+    }
+
+
+def payoff(moves: Any, types: Any) -> Any:
+    """+1 for the type's counter, 0 for its own move, −1 for the move it beats (moves and types as indices)."""
+    return ((moves - types) % 3 == 1).float() - ((types - moves) % 3 == 1).float()
+
+
+def simulate(features: dict[str, Any], lr: float, iterations: int, seed: int) -> dict[str, int | None]:
+    """One simulated run; the first iteration (1-based) at which each threshold was met, or None."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    states, base = features["states"], features["logits"]
+    types, episodes = features["types"], features["episodes"]
+    pools = {(t, e): torch.nonzero((types == t) & (episodes == e)).flatten() for t in range(3) for e in EPISODES}
+    later = episodes >= 2
+    counters = (types + 1) % 3
+    weight = torch.zeros(states.shape[1], 3, requires_grad=True)
+    bias = torch.zeros(3, requires_grad=True)
+    optimizer = torch.optim.Adam([weight, bias], lr=lr)
+    found: dict[str, int | None] = {"counter 0.5": None, "counter 0.9": None, "collapsed": None}
+    for iteration in range(1, iterations + 1):
+        picks, cells = [], []
+        for t in range(3):
+            for _ in range(GROUP_SIZE):
+                for e in EPISODES:
+                    pool = pools[(t, e)]
+                    picks.append(int(pool[torch.randint(len(pool), (1,), generator=generator)]))
+                    cells.append(t * 10 + e)
+        index, cell = torch.tensor(picks), torch.tensor(cells)
+        with torch.no_grad():
+            policy = torch.softmax(base[index] + states[index] @ weight + bias, dim=-1)
+            moves = torch.multinomial(policy, 1, generator=generator).flatten()
+            reward = payoff(moves, types[index])
+            advantage = reward.clone()
+            for c in cell.unique():
+                advantage[cell == c] -= reward[cell == c].mean()
+        for part in torch.randperm(len(index), generator=generator).chunk(MINIBATCHES):
+            logp = torch.log_softmax(base[index[part]] + states[index[part]] @ weight + bias, dim=-1)
+            loss = -(advantage[part] * logp.gather(1, moves[part, None]).flatten()).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        with torch.no_grad():
+            policy = torch.softmax(base + states @ weight + bias, dim=-1)
+            share = float(policy[later].gather(1, counters[later, None]).mean())
+            first = float(policy[episodes == 1].mean(0).max())
+        for name, met in (("counter 0.5", share >= 0.5), ("counter 0.9", share >= 0.9), ("collapsed", first >= 0.9)):
+            if met and found[name] is None:
+                found[name] = iteration
+    return found
+
+
+def summary(runs: list[dict[str, int | None]], name: str, iterations: int) -> str:
+    hits = [r[name] for r in runs if r[name] is not None]
+    if not hits:
+        return f"none of {len(runs)} by {iterations}"
+    return f"{len(hits)} of {len(runs)}, median {statistics.median(hits):.0f} (range {min(hits)}-{max(hits)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", type=Path)
+    parser.add_argument("--lrs", type=float, nargs="+", default=[3e-4, 1e-3, 3e-3, 1e-2])
+    parser.add_argument("--sims", type=int, default=20)
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--seeds", type=int, default=8, help="held-out trial seeds of the prompts")
+    args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(2)
+    features = decision_features(args.model, args.seeds)
+    start = torch.softmax(features["logits"], dim=-1)
+    later = features["episodes"] >= 2
+    share = float(start[later].gather(1, ((features["types"][later] + 1) % 3)[:, None]).mean())
+    print(f"\n{args.model}: {len(features['types'])} prompts; counter share from episode 2 on, untrained: {share:.3f}")
+    print("lr        counter share 0.5 reached           counter share 0.9 reached           collapsed first")
+    for lr in args.lrs:
+        runs = [simulate(features, lr, args.iterations, seed) for seed in range(args.sims)]
+        collapsed_first = sum(
+            r["collapsed"] is not None and (r["counter 0.9"] is None or r["collapsed"] < r["counter 0.9"]) for r in runs
+        )
+        print(
+            f"{lr:<8g}  {summary(runs, 'counter 0.5', args.iterations):<34}  "
+            f"{summary(runs, 'counter 0.9', args.iterations):<34}  {collapsed_first} of {len(runs)}"
+        )
+
+
+if __name__ == "__main__":
+    main()
