@@ -125,6 +125,9 @@ def main() -> None:
     parser.add_argument("--sims", type=int, default=20)
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--seeds", type=int, default=8, help="held-out trial seeds of the prompts")
+    parser.add_argument(
+        "--center", action="store_true", help="subtract the mean state: the readout sees only what differs"
+    )
     args = parser.parse_args()
 
     import torch
@@ -135,6 +138,16 @@ def main() -> None:
     later = features["episodes"] >= 2
     share = float(start[later].gather(1, ((features["types"][later] + 1) % 3)[:, None]).mean())
     print(f"\n{args.model}: {len(features['types'])} prompts; counter share from episode 2 on, untrained: {share:.3f}")
+    states = features["states"][later]
+    means = torch.stack([states[features["types"][later] == t].mean(0) for t in range(3)])
+    print(
+        f"decision state from episode 2 on: |mean| {float(states.mean(0).norm()):.1f}, spread of the type means "
+        f"about it {float((means - states.mean(0)).norm(dim=1).mean()):.2f}, "
+        f"within a type {float((states - means[features['types'][later]]).norm(dim=1).mean()):.2f}"
+    )
+    if args.center:
+        features["states"] = features["states"] - features["states"].mean(0)
+        print("centred: the readout sees each state minus the mean state")
     print("lr        counter share 0.5 reached           counter share 0.9 reached           collapsed first")
     for lr in args.lrs:
         runs = [simulate(features, lr, args.iterations, seed) for seed in range(args.sims)]
