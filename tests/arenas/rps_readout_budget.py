@@ -10,7 +10,7 @@ seats, held-out trial seeds). What trains is a linear correction of those three 
 biases, from zero) by the runs' own update at the runs' sample size: each iteration one group of 4 trials against
 each type, every episode's move sampled at T 1, reward +1 / 0 / −1 (win / draw / loss), advantages centred within
 each (group, episode) cell, Adam over 2 minibatches. This is the easiest form of the runs' problem: the features
-already carry the type (``rps_smollm2_probe.py --decode`` reads it at 0.93-0.98 in the last layers) and nothing
+already carry the type (``rps_smollm2_probe.py --decode`` reads it at 0.92-0.99 in the last 15 layers) and nothing
 else moves. So the iterations it needs are a floor for the real update's, which must also leave the rest of the
 policy in place.
 
