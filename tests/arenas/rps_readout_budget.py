@@ -25,7 +25,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from arena.core.models.smol.rps import MOVES, TYPES, collect_rps_prompts, encode
+from arena.core.models.smol.rps import CONFIGS, TYPES, collect_rps_prompts
+from tests.arenas.rps_smollm2_probe import decision
 
 #: The runs' sample per iteration: one group against each type, 4 trials of 3 episodes.
 GROUP_SIZE = 4
@@ -38,25 +39,15 @@ def decision_features(path: Path, seeds: int) -> dict[str, Any]:
     import torch
     from transformers import AutoTokenizer, LlamaForCausalLM
 
-    from arena.core.models.smol.rps import CONFIGS
-
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    states, logits, types, episodes = [], [], [], []
-    for prompt in collect_rps_prompts(range(seeds), TYPES, configs=CONFIGS[:1]):
-        answers = [encode(tokenizer, prompt, move)[0] for move in MOVES]
-        split = next(i for i in range(min(map(len, answers))) if len({a[i] for a in answers}) > 1)
-        with torch.no_grad():
-            out = model(input_ids=torch.tensor([answers[0][:split]]), output_hidden_states=True)
-        states.append(out.hidden_states[-1][0, -1].float())
-        logits.append(out.logits[0, -1, [a[split] for a in answers]].float())
-        types.append(TYPES.index(prompt.opponent))
-        episodes.append(prompt.episode)
+    prompts = collect_rps_prompts(range(seeds), TYPES, configs=CONFIGS[:1])
+    read = [decision(model, tokenizer, prompt) for prompt in prompts]
     return {
-        "states": torch.stack(states),
-        "logits": torch.stack(logits),
-        "types": torch.tensor(types),
-        "episodes": torch.tensor(episodes),
+        "states": torch.stack([states[-1] for states, _ in read]),
+        "logits": torch.stack([logits for _, logits in read]),
+        "types": torch.tensor([TYPES.index(p.opponent) for p in prompts]),
+        "episodes": torch.tensor([p.episode for p in prompts]),
     }
 
 

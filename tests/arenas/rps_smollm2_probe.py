@@ -42,7 +42,8 @@ from arena.core.models.smol.rps import (
 
 
 def rollout_table(run: Path) -> None:
-    """Per iteration of ``run``: moves played (rock / paper / scissors / other) and the cells with a signal."""
+    """Per iteration of ``run``: moves played (rock / paper / scissors / other), the cells with a signal and the
+    moves against each opponent from episode 2 on; then how often the last four iterations played the counter."""
     print(f"\n{run}\niteration  rock  paper  scissors  other  cells with a signal  episodes 2+: r/p/s by opponent")
     paths = sorted((run / "rollouts").glob("iter_*.jsonl"))
     last: list[tuple[dict, str]] = []
@@ -83,16 +84,18 @@ def countered(actions: list[dict], moves: list[str]) -> str:
     )
 
 
-def decision_states(model: Any, tokenizer: Any, prompt: RpsPrompt) -> Any:
-    """The residual stream of every layer (embeddings first) at the position that predicts the move's token: the
-    last position the three moves' answers share (``<action>``)."""
+def decision(model: Any, tokenizer: Any, prompt: RpsPrompt) -> tuple[Any, Any]:
+    """At the position that predicts the move's token (the last one the three moves' answers share, ``<action>``):
+    the residual stream of every layer (embeddings first, the final norm's output last) and the logits of the three
+    moves' first tokens."""
     import torch
 
     answers = [encode(tokenizer, prompt, move)[0] for move in MOVES]
     split = next(i for i in range(min(map(len, answers))) if len({a[i] for a in answers}) > 1)
     with torch.no_grad():
         out = model(input_ids=torch.tensor([answers[0][:split]]), output_hidden_states=True)
-    return torch.stack([h[0, -1].float() for h in out.hidden_states])
+    states = torch.stack([h[0, -1].float() for h in out.hidden_states])
+    return states, out.logits[0, -1, [a[split] for a in answers]].float()
 
 
 def fit_softmax(x: Any, labels: Any, classes: int, l2: float) -> tuple[Any, Any]:
@@ -138,7 +141,7 @@ def decode_table(path: Path, seeds: int) -> dict[str, float]:
                 prompts.append(prompt)
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    states = torch.stack([decision_states(model, tokenizer, p) for p in prompts])  # prompts x layers x width
+    states = torch.stack([decision(model, tokenizer, p)[0] for p in prompts])  # prompts x layers x width
     labels = torch.tensor([TYPES.index(p.opponent) for p in prompts])
     folds = torch.tensor([seeds_of[i] for i in range(len(prompts))])
     accuracy = {str(layer): probe_accuracy(states[:, layer], labels, folds) for layer in range(states.shape[1])}
