@@ -35,10 +35,12 @@ from arena.core.models.smol.rps import (
     MOVES,
     TYPES,
     RpsPrompt,
+    answer,
     collect_rps_prompts,
     encode,
     measure,
 )
+from arena.core.models.tiny.quality import prompt_ids
 
 
 def rollout_table(run: Path) -> None:
@@ -84,13 +86,27 @@ def countered(actions: list[dict], moves: list[str]) -> str:
     )
 
 
-def decision(model: Any, tokenizer: Any, prompt: RpsPrompt) -> tuple[Any, Any]:
+def restatement(prompt: RpsPrompt) -> str:
+    """What a policy that restates its memory would write before its move: from episode 2 on the opponent's move
+    (an always-one-move type plays what its name says), in episode 1 that nothing is known yet."""
+    if prompt.episode == 1:
+        return "First episode. "
+    return f"They played {prompt.opponent.removeprefix('rps-')}. "
+
+
+def decision(model: Any, tokenizer: Any, prompt: RpsPrompt, restate: bool = False) -> tuple[Any, Any]:
     """At the position that predicts the move's token (the last one the three moves' answers share, ``<action>``):
     the residual stream of every layer (embeddings first, the final norm's output last) and the logits of the three
-    moves' first tokens."""
+    moves' first tokens. With ``restate`` the answer opens with ``restatement(prompt)``, teacher-forced: the state
+    of a model that wrote out what its memory shows just before it chose."""
     import torch
 
-    answers = [encode(tokenizer, prompt, move)[0] for move in MOVES]
+    if restate:
+        head = prompt_ids(tokenizer, prompt.messages)
+        text = restatement(prompt)
+        answers = [head + tokenizer(text + answer(m), add_special_tokens=False)["input_ids"] for m in MOVES]
+    else:
+        answers = [encode(tokenizer, prompt, move)[0] for move in MOVES]
     split = next(i for i in range(min(map(len, answers))) if len({a[i] for a in answers}) > 1)
     with torch.no_grad():
         out = model(input_ids=torch.tensor([answers[0][:split]]), output_hidden_states=True)
