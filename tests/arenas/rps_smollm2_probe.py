@@ -39,6 +39,7 @@ from arena.core.models.smol.rps import (
     collect_rps_prompts,
     encode,
     measure,
+    winning_move,
 )
 from arena.core.models.tiny.quality import prompt_ids
 
@@ -63,13 +64,8 @@ def rollout_table(run: Path) -> None:
             last.extend(zip(actions, moves, strict=True))
     for name, episodes in (("episode 1", (0,)), ("episodes 2+", (1, 2))):
         played = [(r, m) for r, m in last if r["episode"] in episodes and r.get("opponent")]
-        hits = sum(m == counter(str(r["opponent"])) for r, m in played)
+        hits = sum(m == winning_move(str(r["opponent"])) for r, m in played)
         print(f"last {min(4, len(paths))} iterations, {name}: the opponent's counter played {hits} of {len(played)}")
-
-
-def counter(opponent: str) -> str:
-    """The move that beats an always-one-move opponent (``rps-rock`` → paper)."""
-    return MOVES[(MOVES.index(opponent.removeprefix("rps-")) + 1) % 3]
 
 
 def countered(actions: list[dict], moves: list[str]) -> str:

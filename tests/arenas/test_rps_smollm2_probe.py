@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.arenas.rps_smollm2_probe import counter, probe_accuracy, rollout_table
+from arena.core.models.smol.rps import winning_move
+from tests.arenas.rps_smollm2_probe import probe_accuracy, rollout_table
 
 
 def test_the_counter_beats_the_type() -> None:
-    assert [counter(t) for t in ("rps-rock", "rps-paper", "rps-scissors")] == ["paper", "scissors", "rock"]
+    assert [winning_move(t) for t in ("rps-rock", "rps-paper", "rps-scissors")] == ["paper", "scissors", "rock"]
 
 
 def test_a_linear_probe_reads_a_dense_code_and_not_noise() -> None:
@@ -48,7 +49,7 @@ def test_the_rollout_table_counts_the_counters_from_episode_2_on(
     rows = []
     for opponent in ("rps-rock", "rps-paper"):
         rows.append(_action(opponent, 0, "rock"))
-        rows += [_action(opponent, episode, counter(opponent)) for episode in (1, 2)]
+        rows += [_action(opponent, episode, winning_move(opponent)) for episode in (1, 2)]
     (tmp_path / "rollouts" / "iter_00000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     rollout_table(tmp_path)
     out = capsys.readouterr().out

@@ -74,8 +74,13 @@ class RpsPrompt:
 
     @property
     def winning_move(self) -> str:
-        """The move that beats this opponent's one move (paper beats rock, scissors paper, rock scissors)."""
-        return MOVES[(MOVES.index(self.opponent.removeprefix("rps-")) + 1) % 3]
+        """The move that beats this opponent's one move."""
+        return winning_move(self.opponent)
+
+
+def winning_move(opponent: str) -> str:
+    """The move that beats an always-one-move type (``rps-rock`` → paper; scissors beats paper, rock scissors)."""
+    return MOVES[(MOVES.index(opponent.removeprefix("rps-")) + 1) % 3]
 
 
 def answer(move: str) -> str:

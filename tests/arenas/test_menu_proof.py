@@ -1,0 +1,47 @@
+"""The menu proof's readings (tests/arenas/menu_proof.py): rollouts split by SGE's reflection kind, the failed
+plan named again, and the informative groups summed over a run's iterations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from arena.plugins.sge import NEGATIVE_HEADER, POSITIVE_HEADER
+from tests.arenas.menu_proof import reflection_kind, rollout_rates, signal_groups
+
+
+def _row(context: str, answer: str, ret: float) -> dict[str, object]:
+    return {"kind": "action", "context_text": context, "rollout_context_text": context, "completion_text": answer,
+            "return": ret}  # fmt: skip
+
+
+def test_the_reflection_kind_is_read_from_the_prompt() -> None:
+    assert reflection_kind("Menu 3: ...") == "none"
+    assert reflection_kind(f"Menu 3: ...\n\n{NEGATIVE_HEADER}\nPlan Delta failed") == "negative"
+    assert reflection_kind(f"Menu 3: ...\n\n{POSITIVE_HEADER}\n...") == "positive"
+
+
+def test_rollout_rates_split_by_reflection_and_count_the_failed_plan_named_again(tmp_path: Path) -> None:
+    negative = f"Menu 3: ...\n\n{NEGATIVE_HEADER}\n1. Plan Delta\nPlan Delta failed: it is not the plan that pays"
+    rows = [
+        _row("Menu 3: plain", "<strategy>Plan Alpha</strategy> KTX", 1.0),
+        _row("Menu 3: plain", "<strategy>Plan Delta</strategy> KTM", 0.0),
+        _row(negative, "<strategy>Plan Delta</strategy> KTM", 0.0),
+        _row(negative, "<strategy>Plan Alpha</strategy> KTX", 1.0),
+        {"kind": "reflection", "context_text": "x", "rollout_context_text": "x", "completion_text": "", "return": 1.0},
+    ]
+    (tmp_path / "rollouts").mkdir()
+    (tmp_path / "rollouts" / "iter_00000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rates = rollout_rates(tmp_path)
+    assert rates["rollouts"] == 4 and rates["rollouts_none"] == 2 and rates["rollouts_negative"] == 2
+    assert rates["win_none"] == 0.5 and rates["win_negative"] == 0.5 and rates["win"] == 0.5
+    assert rates["failed_named_again"] == 0.5
+
+
+def test_signal_groups_sum_every_iteration(tmp_path: Path) -> None:
+    rows = [
+        {"iteration": 0, "dynamic/groups_played": 16.0, "dynamic/groups_informative": 1.0},
+        {"iteration": 1, "dynamic/groups_played": 4.0, "dynamic/groups_informative": 3.0},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert signal_groups(tmp_path) == {"groups_played": 20.0, "groups_informative": 4.0, "informative": 0.2}
