@@ -7,12 +7,13 @@ Per run, from ``metrics.jsonl``: the groups played and the informative ones (``d
 ``dynamic/groups_informative``: a group whose rollouts did not all score alike, so that its advantages are not all
 zero; DAPO's dynamic sampling counts every group it played, replaced ones included). From the rollout dumps
 (``--dump-rollouts``), which hold only the groups the update kept (the informative ones, so their win rates are
-conditional on that): the trained rollouts by SGE reflection kind (``none``, ``negative``, ``positive``; GRPO's
-are all ``none``) with their win rates, and on rollouts shown a failed plan, how often they named it again. From the last checkpoint and the starting model: ``core/models/smol/menu.measure`` on the recurring menus
-0..N-1 (the run's ``task_pool``), teacher-forced and exact: success per rollout on the arena's own prompt at T 0.7
-(GRPO's sampling and the evaluation's), on SGE's strategy prompt with SGE's sampling (strategy at T 1.2, code at
-0.7), and on SGE's negative-reflection prompt. Per method the mean over seeds [Student-t 95%]; SGE − GRPO paired by
-seed (the same seeds draw the same menus).
+conditional on that): the trained rollouts by SGE reflection kind (``none``, ``negative``, ``positive``; GRPO's are
+all ``none``) with their win rates, and on rollouts shown a failed plan, how often they named it again. From the
+last checkpoint and the starting model: ``core/models/smol/menu.measure`` on the recurring menus 0..N-1 (the run's
+``task_pool``), teacher-forced and exact: success per rollout on the arena's own prompt at T 0.7 (GRPO's sampling
+and the evaluation's), on SGE's strategy prompt with SGE's sampling (strategy at T 1.2, code at 0.7), and on SGE's
+negative-reflection prompt. Per method the mean over seeds [Student-t 95%]; SGE − GRPO paired by seed (the same
+seeds draw the same menus).
 """
 
 from __future__ import annotations
