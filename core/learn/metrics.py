@@ -4,8 +4,8 @@
 update → evolve → evaluate → record. What a learner's phases cost and produced on this process goes into a
 :class:`LearnerTally`; :class:`IterationLine` turns the tallies into the iteration's metrics line (summing the
 processes' numbers under ``accelerate launch``); :class:`Recorder` writes ``metrics.jsonl``, the trackers of
-``report_to`` and the rollout dumps. The line's keys, values and order are those of the single ``step`` this
-replaced (tests/golden pins the values).
+``report_to`` and the rollout dumps, which :func:`read_rollouts` reads back. The line's keys, values and order are
+those of the single ``step`` this replaced (tests/golden pins the values).
 """
 
 from __future__ import annotations
@@ -255,3 +255,15 @@ class Recorder:
     def close(self) -> None:
         if self.trackers is not None:
             self.trackers.close()
+
+
+def read_rollouts(run_dir: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(iteration, row)`` for every row of a run's rollout dumps (``arena train --dump-rollouts``), in iteration
+    order and, within an iteration, in the order :meth:`Recorder.rollouts` wrote them; nothing for a run without
+    dumps. The rows' keys: docs/training.md, "What a run writes"."""
+    for dump in sorted((run_dir / "rollouts").glob("iter_*.jsonl")):
+        iteration = int(dump.stem.removeprefix("iter_"))
+        with open(dump) as f:
+            for line in f:
+                if line.strip():
+                    yield iteration, json.loads(line)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.core.eval.passk import evaluate_run_tasks
+from arena.core.learn.metrics import read_rollouts
 from tests.arenas.doors_proof import fmt
 
 
@@ -29,15 +30,13 @@ def rollout_rates(run: Path) -> dict[str, Any]:
     """Trials by kind (on-policy or guided) and iteration: how many, how many won; groups with a signal."""
     trials: dict[tuple[int, str], dict[str, Any]] = {}
     groups: dict[str, bool] = defaultdict(bool)
-    for dump in sorted((run / "rollouts").glob("iter_*.jsonl")):
-        iteration = int(dump.stem.split("_")[1])
-        for sample in map(json.loads, dump.read_text().splitlines()):
-            if sample["kind"] != "action":
-                continue
-            plan = (sample.get("plans") or {}).get("mentor") or {}
-            kind = "guided" if plan.get("guided") else "on-policy"
-            trials[(iteration, sample["trial_id"])] = {"kind": kind, "won": sample["return"] > 0}
-            groups[sample["group_id"]] |= abs(sample["advantage"]) > 1e-9
+    for iteration, sample in read_rollouts(run):
+        if sample["kind"] != "action":
+            continue
+        plan = (sample.get("plans") or {}).get("mentor") or {}
+        kind = "guided" if plan.get("guided") else "on-policy"
+        trials[(iteration, sample["trial_id"])] = {"kind": kind, "won": sample["return"] > 0}
+        groups[sample["group_id"]] |= abs(sample["advantage"]) > 1e-9
     by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     last: list[int] = [0, 0]
     iterations = max((i for i, _ in trials), default=-1) + 1

@@ -1,7 +1,7 @@
 """The menu proof's numbers (SGE against GRPO by RL, issue 26): what each run's rollouts won, how many of its
 groups carried a learning signal, and what its final policy plays on the recurring menus, exactly, over seeds.
 
-    python -m tests.arenas.menu_proof runs/menu_proof [--menus 5]     # reads sge_s*, grpo_s*, ... (any METHOD_sN)
+    python -m tests.arenas.menu_proof runs/menu_proof [--menus 5] [--baseline grpo sge]   # any METHOD_sN inside
 
 Per run, from ``metrics.jsonl``: the groups played and the informative ones (``dynamic/groups_played``,
 ``dynamic/groups_informative``: a group whose rollouts did not all score alike, so that its advantages are not all
@@ -12,8 +12,9 @@ all ``none``) with their win rates, and on rollouts shown a failed plan, how oft
 last checkpoint and the starting model: ``core/models/smol/menu.measure`` on the recurring menus 0..N-1 (the run's
 ``task_pool``), teacher-forced and exact: success per rollout on the arena's own prompt at T 0.7 (GRPO's sampling
 and the evaluation's), on SGE's strategy prompt with SGE's sampling (strategy at T 1.2, code at 0.7), and on SGE's
-negative-reflection prompt. Per method the mean over seeds [Student-t 95%]; SGE − GRPO paired by seed (the same
-seeds draw the same menus).
+negative-reflection prompt. Per method the mean over seeds [Student-t 95%]; every method minus each ``--baseline``
+paired by seed (the same seeds draw the same menus): ``--baseline grpo sge`` gives SGE and its ablations against
+GRPO and the ablations against SGE.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.core.eval.episode_compare import method_of
+from arena.core.learn.metrics import read_rollouts
 from arena.plugins.sge import NEGATIVE_HEADER, POSITIVE_HEADER
 from tests.arenas.doors_proof import fmt
 
@@ -46,21 +48,19 @@ def rollout_rates(run: Path) -> dict[str, float]:
     """Win rates of one run's trained rollouts by reflection kind, and the failed plan named again."""
     counts: dict[str, list[int]] = {}
     shown_failed = repeated = 0
-    for dump in sorted((run / "rollouts").glob("iter_*.jsonl")):
-        for line in dump.read_text().splitlines():
-            sample = json.loads(line)
-            if sample["kind"] != "action":
-                continue
-            context = sample["rollout_context_text"] or sample["context_text"]
-            kind = reflection_kind(context)
-            wins = counts.setdefault(kind, [0, 0])
-            wins[0] += 1
-            wins[1] += sample["return"] > 0
-            if kind == "negative":
-                failed = set(FAILED.findall(context))
-                named = PLAN.search(sample["completion_text"])
-                shown_failed += 1
-                repeated += named is not None and named.group(1) in failed
+    for _, sample in read_rollouts(run):
+        if sample["kind"] != "action":
+            continue
+        context = sample["rollout_context_text"] or sample["context_text"]
+        kind = reflection_kind(context)
+        wins = counts.setdefault(kind, [0, 0])
+        wins[0] += 1
+        wins[1] += sample["return"] > 0
+        if kind == "negative":
+            failed = set(FAILED.findall(context))
+            named = PLAN.search(sample["completion_text"])
+            shown_failed += 1
+            repeated += named is not None and named.group(1) in failed
     out = {f"rollouts_{k}": float(n) for k, (n, _) in counts.items()}
     out.update({f"win_{k}": w / n for k, (n, w) in counts.items() if n})
     out["rollouts"] = float(sum(n for n, _ in counts.values()))
@@ -103,11 +103,33 @@ def last_checkpoint(run: Path) -> Path:
     return sorted((run / "checkpoints").glob("step-*"))[-1] / "learners" / "agent"
 
 
+def summary_cells(runs: dict[str, dict[int, dict[str, float]]], key: str, baselines: list[str]) -> list[str]:
+    """One reading across methods: each method's mean over seeds, then every other method minus each baseline,
+    paired by seed over the seeds both ran (at least two)."""
+    cells = []
+    for method, seeds in sorted(runs.items()):
+        values = [row[key] for row in seeds.values() if key in row]
+        if values:
+            cells.append(f"{method} {fmt(values)}")
+    for baseline in baselines:
+        base = runs.get(baseline, {})
+        for method, seeds in sorted(runs.items()):
+            if method == baseline:
+                continue
+            shared = [s for s in seeds if s in base and key in seeds[s] and key in base[s]]
+            if len(shared) >= 2:
+                diff = fmt([seeds[s][key] - base[s][key] for s in shared], signed=True)
+                cells.append(f"{method} − {baseline} {diff}")
+    return cells
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root", type=Path)
     parser.add_argument("--menus", type=int, default=5, help="the runs' task_pool: menus 0..N-1")
-    parser.add_argument("--baseline", default="grpo")
+    parser.add_argument(
+        "--baseline", nargs="+", default=["grpo"], help="methods every other method is paired against (by seed)"
+    )
     parser.add_argument("--untrained", default=None, help="the starting model's directory (default: smollm2-menu)")
     args = parser.parse_args()
 
@@ -131,22 +153,9 @@ def main() -> None:
         runs.setdefault(method, {})[seed] = row
         print(f"{run.name}: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(row.items())))
     keys = sorted({k for method in runs.values() for row in method.values() for k in row})
-    print("\nmean over seeds [Student-t 95%], and paired by seed against", args.baseline)
+    print("\nmean over seeds [Student-t 95%], and paired by seed against", ", ".join(args.baseline))
     for key in keys:
-        line = []
-        for method, seeds in sorted(runs.items()):
-            values = [row[key] for row in seeds.values() if key in row]
-            if values:
-                line.append(f"{method} {fmt(values)}")
-        base = runs.get(args.baseline, {})
-        for method, seeds in sorted(runs.items()):
-            if method == args.baseline:
-                continue
-            shared = [s for s in seeds if s in base and key in seeds[s] and key in base[s]]
-            if len(shared) >= 2:
-                diff = fmt([seeds[s][key] - base[s][key] for s in shared], signed=True)
-                line.append(f"{method} − {args.baseline} {diff}")
-        print(f"{key:<22} " + "; ".join(line))
+        print(f"{key:<22} " + "; ".join(summary_cells(runs, key, args.baseline)))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.arenas.instruct import InstructAdapter, reference_answer, tasks_for
+from arena.core.learn.metrics import read_rollouts
 from tests.arenas.doors_proof import fmt
 
 METHODS = (
@@ -84,29 +85,27 @@ def rollout_rates(run: Path) -> dict[str, Any]:
     passing: dict[str, bool] = defaultdict(bool)  # the group holds an answer that met every constraint
     injected = [0, 0, 0]  # revisions, revisions that met the constraint, copies of a draft (fallbacks)
     refinements = [0, 0, 0]  # GOLF: refinements, refinements that met the constraint, injections
-    for dump in sorted((run / "rollouts").glob("iter_*.jsonl")):
-        iteration = int(dump.stem.split("_")[1])
-        for sample in map(json.loads, dump.read_text().splitlines()):
-            met = sample["reward_terms"].get("env", 0.0) >= 1.0
-            if sample["kind"] == "refinement":
-                refinements[0] += 1
-                refinements[1] += met
-            if sample["kind"] != "action":
-                continue
-            groups[f"{iteration}/{sample['group_id']}"] |= abs(sample["advantage"]) > 1e-9
-            passing[f"{iteration}/{sample['group_id']}"] |= met
-            if sample.get("injected") == "golf":
-                refinements[2] += 1  # a refinement that met the constraint, trained as the instruction's answer
-            elif not sample.get("injected"):
-                own[iteration][0] += met
-                own[iteration][1] += 1
-                own_score[0] += sample["reward_terms"].get("env", 0.0)
-                own_score[1] += 1
-            elif not is_revision(sample):
-                injected[2] += 1  # a copy of the best draft, in the original prompt
-            else:
-                injected[0] += 1
-                injected[1] += met
+    for iteration, sample in read_rollouts(run):
+        met = sample["reward_terms"].get("env", 0.0) >= 1.0
+        if sample["kind"] == "refinement":
+            refinements[0] += 1
+            refinements[1] += met
+        if sample["kind"] != "action":
+            continue
+        groups[f"{iteration}/{sample['group_id']}"] |= abs(sample["advantage"]) > 1e-9
+        passing[f"{iteration}/{sample['group_id']}"] |= met
+        if sample.get("injected") == "golf":
+            refinements[2] += 1  # a refinement that met the constraint, trained as the instruction's answer
+        elif not sample.get("injected"):
+            own[iteration][0] += met
+            own[iteration][1] += 1
+            own_score[0] += sample["reward_terms"].get("env", 0.0)
+            own_score[1] += 1
+        elif not is_revision(sample):
+            injected[2] += 1  # a copy of the best draft, in the original prompt
+        else:
+            injected[0] += 1
+            injected[1] += met
     iterations = sorted(own)
     golf = {}
     if refinements[0]:
@@ -145,10 +144,9 @@ def revision_rates(run: Path) -> dict[str, float]:
 def injected_passes(run: Path) -> list[tuple[str, str]]:
     """(training context, answer) of every injected revision that met its constraint, in dump order."""
     pairs = []
-    for dump in sorted((run / "rollouts").glob("iter_*.jsonl")):
-        for sample in map(json.loads, dump.read_text().splitlines()):
-            if is_revision(sample) and sample["reward_terms"].get("env", 0.0) >= 1.0:
-                pairs.append((sample["context_text"], sample["completion_text"]))
+    for _, sample in read_rollouts(run):
+        if is_revision(sample) and sample["reward_terms"].get("env", 0.0) >= 1.0:
+            pairs.append((sample["context_text"], sample["completion_text"]))
     return pairs
 
 
@@ -188,10 +186,9 @@ def instruction_prompt(observation: str) -> str:
 
 
 def check_prompt_layout(run: Path) -> None:
-    dump = next((run / "rollouts").glob("iter_*.jsonl"))
-    sample = next(s for s in map(json.loads, dump.read_text().splitlines()) if not s.get("injected"))
+    sample = next(row for _, row in read_rollouts(run) if not row.get("injected"))
     if instruction_prompt(sample["anchor"].split("\x1f")[0]) != sample["context_text"]:
-        raise SystemExit(f"the rollouts' prompt layout changed: update instruction_prompt ({dump})")
+        raise SystemExit(f"the rollouts' prompt layout changed: update instruction_prompt ({run})")
 
 
 def held_out_references() -> list[tuple[str, str]]:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from arena.plugins.sge import NEGATIVE_HEADER, POSITIVE_HEADER
-from tests.arenas.menu_proof import reflection_kind, rollout_rates, signal_groups
+from tests.arenas.menu_proof import reflection_kind, rollout_rates, signal_groups, summary_cells
 
 
 def _row(context: str, answer: str, ret: float) -> dict[str, object]:
@@ -45,3 +45,26 @@ def test_signal_groups_sum_every_iteration(tmp_path: Path) -> None:
     ]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert signal_groups(tmp_path) == {"groups_played": 20.0, "groups_informative": 4.0, "informative": 0.2}
+
+
+def test_summary_pairs_every_method_with_each_baseline_over_shared_seeds() -> None:
+    runs = {
+        "grpo": {0: {"win": 0.2}, 1: {"win": 0.2}, 2: {"win": 0.2}},
+        "sge": {0: {"win": 0.4}, 1: {"win": 0.4}, 2: {"win": 0.2}},
+        "sge-no-reflection": {0: {"win": 0.2}, 1: {"win": 0.2}},
+    }
+    cells = summary_cells(runs, "win", ["grpo", "sge"])
+    assert cells[:3] == [
+        "grpo 0.200 [0.200, 0.200]",
+        "sge 0.333 [0.046, 0.620]",
+        "sge-no-reflection 0.200 [0.200, 0.200]",
+    ]
+    pairs = [c for c in cells if " − " in c]
+    # sge-no-reflection ran two seeds: it is paired over those two only; a baseline is never paired with itself.
+    assert [c.split(" [")[0] for c in pairs] == [
+        "sge − grpo +0.133",
+        "sge-no-reflection − grpo +0.000",
+        "grpo − sge -0.133",
+        "sge-no-reflection − sge -0.200",
+    ]
+    assert summary_cells(runs, "absent", ["grpo"]) == []

@@ -24,6 +24,7 @@ from typing import Any
 from arena.arenas.vault import treasure_chest
 from arena.core.api.backend import ChatMessage
 from arena.core.eval.episode_compare import method_of
+from arena.core.learn.metrics import read_rollouts
 from arena.core.models.tiny.vault_reader import NAMED, VaultPrompt
 from tests.arenas.doors_proof import fmt
 
@@ -34,23 +35,21 @@ ANSWER = re.compile(r"<action>\s*(?:open chest )?(\d+)\s*</action>")
 def rollout_rates(run: Path) -> dict[str, float]:
     """Memory and blind rollouts of one run: counts, win rates, following and tip accuracy."""
     memory = blind = memory_wins = blind_wins = followed = right_tips = 0
-    for dump in sorted((run / "rollouts").glob("iter_*.jsonl")):
-        for line in dump.read_text().splitlines():
-            sample = json.loads(line)
-            if sample["kind"] != "action":
-                continue
-            text = sample["rollout_context_text"] or sample["context_text"]
-            win = sample["return"] > 0
-            named = NAMED.findall(text)
-            if not named:
-                blind, blind_wins = blind + 1, blind_wins + win
-                continue
-            vault, chests = (int(g) for g in VAULT.search(text).groups())  # type: ignore[union-attr]
-            chest = max(set(named), key=named.count)
-            answer = ANSWER.search(sample["completion_text"])
-            memory, memory_wins = memory + 1, memory_wins + win
-            followed += answer is not None and int(answer.group(1)) == int(chest)
-            right_tips += int(chest) == treasure_chest(vault, chests)
+    for _, sample in read_rollouts(run):
+        if sample["kind"] != "action":
+            continue
+        text = sample["rollout_context_text"] or sample["context_text"]
+        win = sample["return"] > 0
+        named = NAMED.findall(text)
+        if not named:
+            blind, blind_wins = blind + 1, blind_wins + win
+            continue
+        vault, chests = (int(g) for g in VAULT.search(text).groups())  # type: ignore[union-attr]
+        chest = max(set(named), key=named.count)
+        answer = ANSWER.search(sample["completion_text"])
+        memory, memory_wins = memory + 1, memory_wins + win
+        followed += answer is not None and int(answer.group(1)) == int(chest)
+        right_tips += int(chest) == treasure_chest(vault, chests)
     return {
         "memory_rollouts": float(memory),
         "memory_win": memory_wins / memory if memory else float("nan"),
@@ -63,11 +62,9 @@ def rollout_rates(run: Path) -> dict[str, float]:
 
 def plain_prompt(run: Path) -> str:
     """One plain action prompt of the run (every vault's is the same text but for its number)."""
-    for dump in sorted((run / "rollouts").glob("iter_*.jsonl")):
-        for line in dump.read_text().splitlines():
-            sample = json.loads(line)
-            if sample["kind"] == "action" and "<tip>" not in sample["context_text"]:
-                return str(sample["context_text"])
+    for _, sample in read_rollouts(run):
+        if sample["kind"] == "action" and "<tip>" not in sample["context_text"]:
+            return str(sample["context_text"])
     raise ValueError(f"{run}: no plain action prompt in its rollouts")
 
 
