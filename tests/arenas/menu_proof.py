@@ -99,6 +99,14 @@ def exact_success(model_dir: Path | str, menus: int) -> dict[str, Any]:
     return out
 
 
+def informative_share(per_menu: list[float], group_size: int = 8) -> float:
+    """The share of groups that hold both a win and a loss, for one group per menu drawn uniformly: a group of
+    ``group_size`` rollouts that each win with the menu's success ``s`` is informative with probability
+    ``1 - s^n - (1 - s)^n``. What a run's ``groups informative`` is to be read against, before it updates."""
+    n = group_size
+    return sum(1 - s**n - (1 - s) ** n for s in per_menu) / len(per_menu)
+
+
 def last_checkpoint(run: Path) -> Path:
     return sorted((run / "checkpoints").glob("step-*"))[-1] / "learners" / "agent"
 
@@ -143,6 +151,12 @@ def main() -> None:
         f"starting model, menus 0..{args.menus - 1}: success per rollout, plain prompt at T 0.7 {start['plain']:.3f}, "
         f"SGE's prompt and sampling {start['sge_prompt']:.3f}, after a failed plan {start['reflection']:.3f}; "
         f"first-listed plan most likely on {start['first_listed_share']:.2f} of menus"
+    )
+    print(
+        "groups of 8 informative before any update, exact: plain prompt at T 0.7 (GRPO) "
+        f"{informative_share(start['plain_per_menu']):.4f}, SGE's prompt and sampling without reflection "
+        f"{informative_share(start['sge_prompt_per_menu']):.4f}, all after a failed plan "
+        f"{informative_share(start['reflection_per_menu']):.4f}"
     )
     runs: dict[str, dict[int, dict[str, float]]] = {}
     for run in sorted(p for p in args.root.iterdir() if (p / "metrics.jsonl").is_file()):

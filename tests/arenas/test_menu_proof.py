@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from arena.plugins.sge import NEGATIVE_HEADER, POSITIVE_HEADER
-from tests.arenas.menu_proof import reflection_kind, rollout_rates, signal_groups, summary_cells
+from tests.arenas.menu_proof import informative_share, reflection_kind, rollout_rates, signal_groups, summary_cells
 
 
 def _row(context: str, answer: str, ret: float) -> dict[str, object]:
@@ -68,3 +70,10 @@ def test_summary_pairs_every_method_with_each_baseline_over_shared_seeds() -> No
         "sge-no-reflection − sge -0.200",
     ]
     assert summary_cells(runs, "absent", ["grpo"]) == []
+
+
+def test_informative_share_is_the_chance_a_group_holds_a_win_and_a_loss() -> None:
+    # A menu always won or never won gives no signal; at s = 1/2 a group of 8 lacks one with probability 2 / 256.
+    assert informative_share([1.0, 0.0]) == 0.0
+    assert informative_share([0.5]) == pytest.approx(1 - 2 / 256)
+    assert informative_share([0.5, 0.0], group_size=2) == pytest.approx(0.25)
