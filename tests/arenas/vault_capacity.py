@@ -7,7 +7,6 @@ answer, every vault at every step (AdamW, full batch, the held circuit kept), at
     python tests/arenas/vault_capacity.py RUN 9 1e-3,3e-3 0,10,20,30,60    # vaults, learning rates, steps
 """
 
-import json
 import re
 import sys
 import time
@@ -18,6 +17,7 @@ from transformers import AutoTokenizer, LlamaForCausalLM
 
 from arena.arenas.vault import treasure_chest
 from arena.core.api.backend import ChatMessage
+from arena.core.learn.metrics import read_rollouts
 from arena.core.models.held import load_held
 from arena.core.models.tiny.quality import prompt_ids
 from arena.core.models.tiny.sft import TreeExample, answer_logprobs, collate
@@ -26,7 +26,7 @@ from arena.core.models.tiny.vault_reader import build_tiny_vault
 torch.set_num_threads(2)
 base = build_tiny_vault()
 run = Path(sys.argv[1])
-prompt = json.loads(sorted((run / "rollouts").glob("iter_*.jsonl"))[0].read_text().splitlines()[0])["context_text"]
+prompt = next(read_rollouts(run))[1]["context_text"]
 VAULT = re.compile(r"Vault (\d+) has (\d+) chests")
 vaults = int(sys.argv[2]) if len(sys.argv) > 2 else 36
 rates = [float(x) for x in sys.argv[3].split(",")] if len(sys.argv) > 3 else [3e-4, 1e-3]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from arena.core.config.loader import load_config
+from arena.core.learn.metrics import read_rollouts
 from arena.core.learn.run import Run
 from arena.core.learn.run_config import TrainConfig
 from tests.arenas.vault_proof import rollout_rates
@@ -45,9 +46,8 @@ def test_empo2_tips_lift_the_memory_rollouts_of_a_seen_vault_and_are_stripped_fo
     assert rates["memory_win"] > 0.35 and rates["memory_win"] > rates["blind_win"] + 0.2
     # The off-policy samples are trained without the tips they were sampled with.
     stripped = kept = 0
-    for dump in (run_dir / "rollouts").glob("iter_*.jsonl"):
-        for sample in map(json.loads, dump.read_text().splitlines()):
-            if sample["kind"] == "action" and "<tip>" in (sample["rollout_context_text"] or ""):
-                stripped += "<tip>" not in sample["context_text"]
-                kept += "<tip>" in sample["context_text"]
+    for _, sample in read_rollouts(run_dir):
+        if sample["kind"] == "action" and "<tip>" in (sample["rollout_context_text"] or ""):
+            stripped += "<tip>" not in sample["context_text"]
+            kept += "<tip>" in sample["context_text"]
     assert stripped > 0 and kept > 0  # memory_off and memory_on iterations both ran (p = 1, q = 2/3)
