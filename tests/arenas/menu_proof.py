@@ -12,9 +12,9 @@ all ``none``) with their win rates, and on rollouts shown a failed plan, how oft
 last checkpoint and the starting model: ``core/models/smol/menu.measure`` on the recurring menus 0..N-1 (the run's
 ``task_pool``), teacher-forced and exact: success per rollout on the arena's own prompt at T 0.7 (GRPO's sampling
 and the evaluation's), on SGE's strategy prompt with SGE's sampling (strategy at T 1.2, code at 0.7), and on SGE's
-negative-reflection prompt. Per method the mean over seeds [Student-t 95%]; every method minus each ``--baseline``
-paired by seed (the same seeds draw the same menus): ``--baseline grpo sge`` gives SGE and its ablations against
-GRPO and the ablations against SGE.
+negative-reflection prompt; the plain prompt's per menu too. Per method the mean over seeds [Student-t 95%]; every
+method minus each ``--baseline`` paired by seed (the same seeds draw the same menus): ``--baseline grpo sge`` gives
+SGE and its ablations against GRPO and the ablations against SGE.
 """
 
 from __future__ import annotations
@@ -166,6 +166,8 @@ def main() -> None:
         row.update({k: v for k, v in final.items() if not k.endswith("per_menu")})
         runs.setdefault(method, {})[seed] = row
         print(f"{run.name}: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(row.items())))
+        per_menu = " / ".join(f"{v:.2f}" for v in final["plain_per_menu"])
+        print(f"  plain prompt, per menu 0..{args.menus - 1}: {per_menu}")
     keys = sorted({k for method in runs.values() for row in method.values() for k in row})
     print("\nmean over seeds [Student-t 95%], and paired by seed against", ", ".join(args.baseline))
     for key in keys:
