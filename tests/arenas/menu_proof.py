@@ -1,7 +1,8 @@
 """The menu proof's numbers (SGE against GRPO by RL, issue 26): what each run's rollouts won, how many of its
 groups carried a learning signal, and what its final policy plays on the recurring menus, exactly, over seeds.
 
-    python -m tests.arenas.menu_proof runs/menu_proof [--menus 5] [--baseline grpo sge]   # any METHOD_sN inside
+    python -m tests.arenas.menu_proof runs/menu_proof [MORE_ROOTS ...] [--menus 5] [--baseline grpo sge]
+    # any METHOD_sN inside; several roots are read as one (a run continued in a copy can sit beside its ablations)
 
 Per run, from ``metrics.jsonl``: the groups played and the informative ones (``dynamic/groups_played``,
 ``dynamic/groups_informative``: a group whose rollouts did not all score alike, so that its advantages are not all
@@ -133,7 +134,7 @@ def summary_cells(runs: dict[str, dict[int, dict[str, float]]], key: str, baseli
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("root", type=Path)
+    parser.add_argument("roots", type=Path, nargs="+", help="folders of METHOD_sN runs, read as one")
     parser.add_argument("--menus", type=int, default=5, help="the runs' task_pool: menus 0..N-1")
     parser.add_argument(
         "--baseline", nargs="+", default=["grpo"], help="methods every other method is paired against (by seed)"
@@ -159,7 +160,13 @@ def main() -> None:
         f"{informative_share(start['reflection_per_menu']):.4f}"
     )
     runs: dict[str, dict[int, dict[str, float]]] = {}
-    for run in sorted(p for p in args.root.iterdir() if (p / "metrics.jsonl").is_file()):
+    found = sorted(
+        (p for root in args.roots for p in root.iterdir() if (p / "metrics.jsonl").is_file()), key=lambda p: p.name
+    )
+    names = [p.name for p in found]
+    if len(set(names)) != len(names):
+        parser.error(f"a run name appears in more than one root: {sorted({n for n in names if names.count(n) > 1})}")
+    for run in found:
         method, seed = method_of(run), int(re.search(r"(\d+)$", run.name).group(1))  # type: ignore[union-attr]
         row = {**signal_groups(run), **rollout_rates(run)}
         final = exact_success(last_checkpoint(run), args.menus)
